@@ -1,0 +1,69 @@
+# harvest — every target bootstraps what it needs (venv, PyPI packages, Maven jars, Kafka).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CACHE := .cache
+JARS := $(CACHE)/jars
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help venv jars kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
+
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
+
+$(BIN)/.stamp: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+venv: $(BIN)/.stamp ## Create .venv and install the package with dev extras
+
+$(JARS)/.stamp: infra/maven/pom.xml
+	@command -v mvn >/dev/null || { echo "error: Maven (mvn) is required to fetch the jars; apt-get install maven" >&2; exit 2; }
+	@command -v java >/dev/null || { echo "error: Java 17+ is required; apt-get install openjdk-17-jre-headless" >&2; exit 2; }
+	rm -rf $(JARS)/kafka $(JARS)/spark
+	mvn -q -B -f infra/maven/pom.xml -Pkafka dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS))/kafka -DincludeScope=runtime
+	mvn -q -B -f infra/maven/pom.xml -Pspark dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS))/spark -DincludeScope=runtime
+	@touch $@
+
+jars: $(JARS)/.stamp ## Fetch Kafka broker + Spark connector jars with Maven (cached)
+
+kafka-up: venv jars ## Start the local single-node KRaft broker
+	$(BIN)/harvest kafka up
+
+kafka-down: venv ## Stop the local broker
+	$(BIN)/harvest kafka down
+
+test: venv jars ## Run the whole test suite (starts the local broker if needed)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: venv ## Run only the unit tests (no broker, no Spark)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: venv ## ruff check
+	$(BIN)/ruff check pipeline connectors tests bench
+
+typecheck: venv ## mypy
+	$(BIN)/mypy pipeline connectors
+
+demo: venv jars ## Run the end-to-end demo (broker, producers, Spark job, consumer, oracle)
+	$(BIN)/harvest demo
+
+bench: venv jars ## Run every benchmark (writes bench/results/*.json + *.png)
+	$(BIN)/harvest bench all
+
+bench-quick: venv jars ## Run every benchmark in quick mode
+	$(BIN)/harvest bench all --quick
+
+spark-cluster-up: venv jars ## Start a Spark standalone master + worker on 127.0.0.1
+	$(BIN)/harvest spark-cluster up
+
+spark-cluster-down: venv ## Stop the standalone master + worker
+	$(BIN)/harvest spark-cluster down
+
+clean: ## Remove the venv and caches (keeps bench/results)
+	-$(BIN)/harvest kafka down 2>/dev/null
+	rm -rf $(VENV) $(CACHE) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Reproducible benchmarks: each writes bench/results/<name>.json and PNG plots."""

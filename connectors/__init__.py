@@ -1,0 +1,1 @@
+"""Kafka + Avro I/O at the edge of the system: serde, producer, consumer, topics, workloads."""

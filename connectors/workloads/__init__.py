@@ -1,0 +1,1 @@
+"""Deterministic workload generators (sensors, news, equi) and disorder models."""

@@ -1,0 +1,1 @@
+"""The `harvest` command line: one module per subcommand, each with `register(subparsers)`."""

@@ -1,0 +1,41 @@
+"""`harvest bench <name> [--quick]`: run a benchmark from bench/ and write its results."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+from pipeline.config import Settings
+
+# name -> module in bench/ exposing run(quick: bool, results_dir: Path, settings: Settings) -> int
+BENCHMARKS: dict[str, str] = {
+    "produce": "bench.produce",
+    "join": "bench.join",
+    "disorder": "bench.disorder",
+    "grubjoin": "bench.grubjoin",
+    "pipeline": "bench.pipeline",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `bench` subcommand."""
+    p = subparsers.add_parser("bench", help="run a benchmark (JSON + PNG under bench/results/)")
+    p.add_argument("name", choices=[*BENCHMARKS, "all"], help="which benchmark")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    p.add_argument(
+        "--results-dir", type=Path, default=None, help="where to write (default bench/results)"
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch to the benchmark module(s)."""
+    from bench.common import RESULTS_DIR
+
+    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    code = 0
+    for name in names:
+        module = importlib.import_module(BENCHMARKS[name])
+        code = max(code, int(module.run(args.quick, args.results_dir or RESULTS_DIR, settings)))
+    return code

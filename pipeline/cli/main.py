@@ -1,0 +1,81 @@
+"""Entry point of the `harvest` console script.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; the module's
+handler receives the parsed namespace and the process :class:`Settings` and returns an
+exit code. :class:`ConfigError` becomes exit code 2, any other :class:`HarvestError` 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from pipeline.config import load_settings
+from pipeline.errors import ConfigError, HarvestError
+from pipeline.logging import configure_logging
+
+SUBCOMMAND_MODULES = (
+    "pipeline.cli.kafka_cmd",
+    "pipeline.cli.produce_cmd",
+    "pipeline.cli.consume_cmd",
+    "pipeline.cli.submit_cmd",
+    "pipeline.cli.join_cmd",
+    "pipeline.cli.oracle_cmd",
+    "pipeline.cli.evaluate_cmd",
+    "pipeline.cli.bench_cmd",
+    "pipeline.cli.demo_cmd",
+    "pipeline.cli.spark_cluster_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser; subcommand modules that do not exist yet are skipped."""
+    parser = argparse.ArgumentParser(
+        prog="harvest",
+        description="Adaptive m-way stream join with window harvesting on Kafka + Spark.",
+    )
+    parser.add_argument("--log-format", choices=["auto", "console", "json"], default=None)
+    parser.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], default=None
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, build settings, dispatch. Returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        overrides: dict[str, object] = {}
+        if args.log_format:
+            overrides["log_format"] = args.log_format
+        if args.log_level:
+            overrides["log_level"] = args.log_level
+        settings = load_settings(**overrides)
+        configure_logging(settings.log_format, settings.log_level)
+        code: int = args.handler(args, settings)
+        return code
+    except ConfigError as exc:
+        print(f"harvest {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except HarvestError as exc:
+        print(f"harvest {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"harvest {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""The project's exception hierarchy: one root, one subclass per kind of failure.
+
+Every message says what was wrong and with which value.
+"""
+
+from __future__ import annotations
+
+
+class HarvestError(Exception):
+    """Root of every error raised on purpose by harvest."""
+
+
+class ConfigError(HarvestError):
+    """An invalid CLI value, spec key or setting. The CLI maps it to exit code 2."""
+
+
+class SerializationError(HarvestError):
+    """Bytes that cannot be encoded or decoded as one of our Avro records."""
+
+
+class SchemaNotFoundError(SerializationError):
+    """A single-object-encoded record whose fingerprint matches no known schema."""
+
+
+class KafkaUnavailableError(HarvestError):
+    """The broker cannot be reached, or did not come up in time."""
+
+
+class DeliveryError(HarvestError):
+    """Records that the producer could not deliver."""
+
+
+class InfraError(HarvestError):
+    """Missing Java, Maven, jars, or a local service that failed to start."""
+
+
+class OperatorStateError(HarvestError):
+    """An operator snapshot that cannot be restored."""

@@ -1,0 +1,1 @@
+"""Engine-agnostic stream operators: plain Python + NumPy, no Spark or Kafka imports."""
