@@ -36,3 +36,11 @@ class InfraError(HarvestError):
 
 class OperatorStateError(HarvestError):
     """An operator snapshot that cannot be restored."""
+
+
+class TopicError(HarvestError):
+    """A Kafka topic that cannot be created, or did not become ready in time."""
+
+
+class JobFailedError(HarvestError):
+    """The Spark streaming query stopped with an error (the message carries Spark's)."""

@@ -74,6 +74,8 @@ class DisorderSpec(BaseModel):
     period_ms: int = Field(default=60_000, gt=0)
     interval_ms: int = Field(default=1_000, gt=0)
     granularity_ms: int = Field(default=10, gt=0)
+    #: quality mode: productivity of a late tuple = max (Ji et al.) or mean of in-order ones
+    late_estimate: Literal["max", "mean"] = "max"
 
     @model_validator(mode="after")
     def _check(self) -> DisorderSpec:
@@ -127,6 +129,8 @@ class JobSpec(BaseModel):
     budget: Literal["virtual", "wall"] = "wall"
     topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")
     shuffle_partitions: int = Field(default=4, ge=1)
+    mode: Literal["join", "passthrough"] = "join"
+    idle_flush_ms: int = Field(default=3_000, gt=0)
 
 
 class Spec(BaseModel):

@@ -1,0 +1,68 @@
+"""`harvest kafka up|down|status`: the local single-node KRaft broker (connectors.broker).
+
+``up`` starts it (formatting storage on first use) and prints the bootstrap address;
+``status`` exits 0 when it runs and answers, 3 when it is stopped, 1 when it runs but
+does not answer; ``down`` stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from connectors.broker import LocalKafka
+from connectors.broker_config import BrokerConfig
+from pipeline.cli.args import positive_float
+from pipeline.config import Settings
+from pipeline.logging import get_logger
+
+log = get_logger(__name__)
+
+EXIT_NOT_RUNNING = 3
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `kafka` subcommand."""
+    p = subparsers.add_parser(
+        "kafka",
+        help="start/stop/inspect the local single-node Kafka broker (KRaft)",
+        description="Manage the local Apache Kafka 4 broker under HARVEST_CACHE_DIR/kafka. "
+        "Needs Java 17+ and the jars from `make jars`.",
+    )
+    p.add_argument("action", choices=["up", "down", "status"], help="what to do")
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=60.0,
+        help="seconds `up` waits for the broker to answer (default 60)",
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch `up`, `down` or `status`; prints one status line on stdout."""
+    broker = LocalKafka(BrokerConfig.from_settings(settings))
+    if args.action == "up":
+        status = broker.up(timeout=args.timeout)
+        print(status.describe())
+        _warn_override(settings, status.bootstrap)
+        return 0
+    if args.action == "down":
+        stopped = broker.down()
+        print("kafka: stopped" if stopped else "kafka: was not running")
+        return 0
+    status = broker.status()
+    print(status.describe())
+    if not status.running:
+        return EXIT_NOT_RUNNING
+    _warn_override(settings, status.bootstrap)
+    return 0 if status.answering else 1
+
+
+def _warn_override(settings: Settings, bootstrap: str | None) -> None:
+    """Say so when HARVEST_BOOTSTRAP_SERVERS points the other commands elsewhere."""
+    if settings.bootstrap_servers and settings.bootstrap_servers != bootstrap:
+        log.warning(
+            "HARVEST_BOOTSTRAP_SERVERS overrides the local broker for other commands",
+            bootstrap_servers=settings.bootstrap_servers,
+            local=bootstrap,
+        )

@@ -1,0 +1,78 @@
+"""`harvest submit --spec S`: run the Spark Structured Streaming job (pipeline.spark).
+
+Reads ``<prefix>.in.<workload>.<stream>`` for the spec's streams, writes results to
+``<prefix>.results``, operator metrics to ``<prefix>.metrics`` and undecodable records to
+``<prefix>.deadletter``. ``--passthrough`` (or ``[job] mode = "passthrough"``) re-encodes
+the decoded input to ``<prefix>.results`` instead of joining. Prints a JSON summary line
+(batches, input rows, results, metrics, dead letters) on stdout when it stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipeline.cli.args import positive_float, positive_int
+from pipeline.config import Settings
+from pipeline.errors import ConfigError
+from pipeline.spec import load_spec
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `submit` subcommand."""
+    p = subparsers.add_parser(
+        "submit",
+        help="run the Spark streaming join job (Kafka in, Kafka out)",
+        description="Run the harvest Structured Streaming job on Spark: decode Avro input "
+        "topics, K-slack + synchronize + m-way join per route key (transformWithStateInPandas "
+        "on the RocksDB state store), results/metrics/dead letters back to Kafka.",
+    )
+    p.add_argument("--spec", required=True, help="job spec TOML ([join] [disorder] "
+                   "[shedding] [job])")
+    p.add_argument("--master", default="local[*]",
+                   help="Spark master URL: local[*] (default), local[N], spark://host:7077")
+    p.add_argument("--until-idle", type=positive_float, default=None, metavar="S",
+                   help="stop after S seconds without new input (default: run until Ctrl-C)")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="checkpoint directory (default: [job] checkpoint, else "
+                   "HARVEST_CACHE_DIR/checkpoints/<prefix>-<mode>)")
+    p.add_argument("--passthrough", action="store_true",
+                   help="decode and re-encode the input to <prefix>.results (no join)")
+    p.add_argument("--topic-prefix", default=None,
+                   help="topic prefix (default: [job] topic_prefix, else HARVEST_TOPIC_PREFIX)")
+    p.add_argument("--workload", default=None,
+                   choices=["sensors", "news", "equi", "positions"],
+                   help="input workload (default: [job] workload)")
+    p.add_argument("--driver-memory", default="1g", help="Spark driver memory (default 1g)")
+    p.add_argument("--max-offsets-per-trigger", type=positive_int, default=None,
+                   help="override [job] max_offsets_per_trigger")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Handler of `harvest submit`."""
+    # imported here so `harvest --help` and other subcommands never start a JVM
+    from pipeline.spark.session import SessionConfig, build_session, connector_jars
+    from pipeline.spark.submit import check_until_idle, job_config, report_line, submit
+
+    spec = load_spec(args.spec)
+    if args.max_offsets_per_trigger is not None:
+        job = spec.job.model_copy(update={"max_offsets_per_trigger": args.max_offsets_per_trigger})
+        spec = spec.model_copy(update={"job": job})
+    if args.topic_prefix is not None and not args.topic_prefix.replace(".", "").replace(
+            "_", "").replace("-", "").isalnum():
+        raise ConfigError(f"--topic-prefix: invalid topic prefix {args.topic_prefix!r}")
+    cfg = job_config(spec, settings, mode="passthrough" if args.passthrough else None,
+                     checkpoint=args.checkpoint, topic_prefix=args.topic_prefix,
+                     workload=args.workload)
+    check_until_idle(cfg, args.until_idle)
+    session = SessionConfig(master=args.master, app_name=f"harvest-{cfg.mode}",
+                            jars=connector_jars(settings),
+                            shuffle_partitions=spec.job.shuffle_partitions,
+                            driver_memory=args.driver_memory)
+    spark = build_session(session)
+    try:
+        report = submit(spark, cfg, settings, args.until_idle)
+    finally:
+        spark.stop()
+    print(report_line(report), flush=True)
+    return 0

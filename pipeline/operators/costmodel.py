@@ -1,0 +1,218 @@
+"""GrubJoin's cost model C({z}) and output model O({z}) (Gedik et al., TKDE, §IV-C).
+
+A harvesting configuration is held as integer *counts* ``k[i, j]`` = the number of
+logical basic windows of W_{r_{i,j}} scanned at position j of direction i, so that
+z_{i,j} = k[i, j] / n_{r_{i,j}} (the paper assumes z_{i,j}·n is an integer). With the
+scores p^k_{i,j} sorted in descending order (the window rankings s^v_{i,j}), the yield
+factor of scanning k windows is P_{i,j}(k) = Σ_{v≤k} p^{s^v}_{i,j} / Σ_v p^v_{i,j}.
+
+    N_{i,1} = 1,  N_{i,j} = Π_{k<j} P_{i,k} σ_{i,r_{i,k}} S_{i,k}        (partial results)
+    C_i = Σ_j z_{i,j} S_{i,j} N_{i,j},   C = Σ_i λ_i (C_i + c_t)           (cost, per second)
+    O = Σ_i λ_i N_{i,m}                                                  (outputs per second)
+
+``c_t`` is a fixed per-tuple cost (insertion, expiry, bookkeeping) that the paper leaves
+out "for brevity"; it is the same for every configuration, so it only shifts C.
+Directions are independent in both C and O, which the solvers exploit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.errors import ConfigError
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+def join_orders(selectivity: FloatArray) -> IntArray:
+    """MJoin's low-selectivity-first order per direction (GrubJoin §V).
+
+    ``selectivity`` is the m×m matrix σ_{i,l}; row i of the result is R_i, the other
+    streams sorted by ascending σ_{i,l} (ties by stream index, so it is deterministic).
+    """
+    sel = np.asarray(selectivity, dtype=np.float64)
+    m = sel.shape[0]
+    orders = np.empty((m, m - 1), dtype=np.int64)
+    for i in range(m):
+        others = [l for l in range(m) if l != i]
+        orders[i] = sorted(others, key=lambda l: (sel[i, l], l))
+    return orders
+
+
+def yield_table(scores: FloatArray) -> FloatArray:
+    """Cumulative yield P(k) for k = 0..n from one score vector (GrubJoin §IV-C).
+
+    Scores are sorted in descending order (the window ranking); P(0) = 0, P(n) = 1.
+    A score vector summing to zero is treated as flat (P(k) = k/n).
+    """
+    p = np.sort(np.clip(np.asarray(scores, dtype=np.float64), 0.0, None))[::-1]
+    n = p.shape[0]
+    total = float(p.sum())
+    if total <= 0.0:
+        return np.arange(n + 1, dtype=np.float64) / n
+    return np.concatenate(([0.0], np.cumsum(p) / total))
+
+
+def window_ranking(scores: FloatArray) -> IntArray:
+    """Window ranking s^v (0-based logical basic window indices, best first).
+
+    Ties go to the newer window (smaller index), so flat scores scan newest first.
+    """
+    p = np.asarray(scores, dtype=np.float64)
+    return np.lexsort((np.arange(p.shape[0]), -p)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class HarvestModel:
+    """Inputs of the cost/output model for one adaptation step.
+
+    rates: λ_i (tuples/s); window_tuples: S_l = λ_l·w_l; selectivity: σ (m×m);
+    orders: R_i (m×(m−1) stream indices); n_windows: n_l per stream;
+    yields: P tables, ``yields[i][j]`` of length n_{r_{i,j}} + 1; tuple_cost: c_t.
+    """
+
+    rates: tuple[float, ...]
+    window_tuples: tuple[float, ...]
+    selectivity: tuple[tuple[float, ...], ...]
+    orders: tuple[tuple[int, ...], ...]
+    n_windows: tuple[int, ...]
+    yields: tuple[tuple[tuple[float, ...], ...], ...]
+    tuple_cost: float = 0.0
+
+    @staticmethod
+    def build(
+        rates: FloatArray,
+        window_tuples: FloatArray,
+        selectivity: FloatArray,
+        scores: list[list[FloatArray]],
+        orders: IntArray | None = None,
+        tuple_cost: float = 0.0,
+    ) -> HarvestModel:
+        """Validate and freeze; ``scores[i][j]`` is p^k_{i,j}, k = 1..n_{r_{i,j}}."""
+        lam = np.asarray(rates, dtype=np.float64)
+        m = lam.shape[0]
+        sel = np.asarray(selectivity, dtype=np.float64)
+        if m < 2 or sel.shape != (m, m):
+            raise ConfigError(f"selectivity: expected a {m}x{m} matrix, got shape {sel.shape}")
+        if np.any(lam < 0) or np.any(sel < 0):
+            raise ConfigError(f"rates/selectivity: must be >= 0, got {lam} / {sel}")
+        order = join_orders(sel) if orders is None else np.asarray(orders, dtype=np.int64)
+        if order.shape != (m, m - 1):
+            raise ConfigError(f"orders: expected shape {(m, m - 1)}, got {order.shape}")
+        n = [0] * m
+        ytab: list[tuple[tuple[float, ...], ...]] = []
+        for i in range(m):
+            row = []
+            for j in range(m - 1):
+                l = int(order[i, j])
+                sc = np.asarray(scores[i][j], dtype=np.float64)
+                if n[l] and n[l] != sc.shape[0]:
+                    raise ConfigError(
+                        f"scores: window {l} has {n[l]} and {sc.shape[0]} basic windows"
+                    )
+                n[l] = sc.shape[0]
+                row.append(tuple(float(v) for v in yield_table(sc)))
+            ytab.append(tuple(row))
+        return HarvestModel(
+            rates=tuple(float(v) for v in lam),
+            window_tuples=tuple(float(v) for v in np.asarray(window_tuples, dtype=np.float64)),
+            selectivity=tuple(tuple(float(v) for v in r) for r in sel),
+            orders=tuple(tuple(int(v) for v in r) for r in order),
+            n_windows=tuple(n),
+            yields=tuple(ytab),
+            tuple_cost=float(tuple_cost),
+        )
+
+    @property
+    def m(self) -> int:
+        return len(self.rates)
+
+    def max_counts(self) -> IntArray:
+        """n_{r_{i,j}} per (i, j): the count meaning z_{i,j} = 1."""
+        n = np.asarray(self.n_windows, dtype=np.int64)
+        return n[np.asarray(self.orders, dtype=np.int64)]
+
+    def arrays(self) -> ModelArrays:
+        """Dense NumPy views used by the vectorized solvers."""
+        return ModelArrays.of(self)
+
+    def evaluate(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
+        """C and O for a batch of configurations ``counts`` of shape (..., m, m−1)."""
+        return self.arrays().evaluate(counts)
+
+    def full_cost(self) -> float:
+        """C(1): the cost of the full join (every z_{i,j} = 1)."""
+        cost, _ = self.evaluate(self.max_counts())
+        return float(cost)
+
+    def fractions(self, counts: IntArray) -> FloatArray:
+        """Harvest fractions z_{i,j} = k_{i,j} / n_{r_{i,j}}."""
+        return np.asarray(counts, dtype=np.float64) / self.max_counts()
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """The model as padded arrays: ytab[i, j, k] = P_{i,j}(k), zero-padded beyond n."""
+
+    lam: FloatArray
+    seg: FloatArray  # S_{i,j} = S_{r_{i,j}}
+    sel: FloatArray  # σ_{i,r_{i,j}}
+    nmax: IntArray
+    ytab: FloatArray
+    tuple_cost: float
+
+    @staticmethod
+    def of(model: HarvestModel) -> ModelArrays:
+        order = np.asarray(model.orders, dtype=np.int64)
+        m = model.m
+        s = np.asarray(model.window_tuples, dtype=np.float64)
+        sel = np.asarray(model.selectivity, dtype=np.float64)
+        nmax = model.max_counts()
+        width = int(nmax.max()) + 1
+        ytab = np.zeros((m, m - 1, width), dtype=np.float64)
+        for i in range(m):
+            for j in range(m - 1):
+                y = np.asarray(model.yields[i][j])
+                ytab[i, j, : y.shape[0]] = y
+                ytab[i, j, y.shape[0] :] = 1.0
+        return ModelArrays(
+            lam=np.asarray(model.rates, dtype=np.float64),
+            seg=s[order],
+            sel=sel[np.arange(m)[:, None], order],
+            nmax=nmax,
+            ytab=ytab,
+            tuple_cost=model.tuple_cost,
+        )
+
+    def direction_terms(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Per-direction (λ_i C_i, λ_i N_{i,m}) for counts of shape (..., m, m−1)."""
+        k = np.asarray(counts, dtype=np.int64)
+        m = self.lam.shape[0]
+        rows = np.arange(m)[:, None]
+        cols = np.arange(m - 1)[None, :]
+        p = self.ytab[rows, cols, k]
+        z = k / self.nmax
+        factor = p * self.sel * self.seg
+        n_part = np.cumprod(factor, axis=-1)
+        n_before = np.concatenate([np.ones_like(n_part[..., :1]), n_part[..., :-1]], axis=-1)
+        cost = (z * self.seg * n_before).sum(axis=-1)
+        return self.lam * cost, self.lam * n_part[..., -1]
+
+    def row_terms(self, i: int, rows: IntArray) -> tuple[FloatArray, FloatArray]:
+        """(λ_i C_i, λ_i N_{i,m}) for candidate count rows (B, m−1) of direction i alone."""
+        k = np.asarray(rows, dtype=np.int64)
+        p = self.ytab[i, np.arange(k.shape[-1]), k]
+        n_part = np.cumprod(p * self.sel[i] * self.seg[i], axis=-1)
+        n_before = np.concatenate([np.ones_like(n_part[..., :1]), n_part[..., :-1]], axis=-1)
+        cost = (k / self.nmax[i] * self.seg[i] * n_before).sum(axis=-1)
+        return self.lam[i] * cost, self.lam[i] * n_part[..., -1]
+
+    def evaluate(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Total C({z}) (including Σλ_i c_t) and O({z}) for a batch of configurations."""
+        cost, out = self.direction_terms(counts)
+        fixed = float(self.lam.sum()) * self.tuple_cost
+        return cost.sum(axis=-1) + fixed, out.sum(axis=-1)

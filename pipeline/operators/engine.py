@@ -1,0 +1,223 @@
+"""The in-process engine: per-stream K-slack → Synchronizer → m-way join (Ji et al. Fig. 2).
+
+Driven by the records' ``arrival_time`` (the engine clock, never the wall clock). The
+disorder policy (:class:`~pipeline.operators.hooks.SlackPolicy`) sizes the common K
+(Same-K, Ji et al. Theorem 1) and the shedder (:class:`~pipeline.operators.hooks.Shedder`)
+throttles the join (GrubJoin); see ``hooks.py`` for the exact call sequence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pipeline.errors import OperatorStateError
+from pipeline.operators.config import EngineConfig
+from pipeline.operators.events import Event, JoinResult, Member, make_result
+from pipeline.operators.hooks import Shedder, SlackPolicy
+from pipeline.operators.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
+from pipeline.operators.mjoin import JoinOutput, MWayJoin, Outcome
+from pipeline.operators.registry import shedder_class, slack_policy_class
+from pipeline.operators.synchronizer import Synchronizer, SynchronizerConfig
+
+#: more interval boundaries than this inside one clock jump are collapsed into one call
+MAX_BOUNDARIES_PER_TICK = 1000
+
+
+@dataclass
+class EngineStats:
+    """Counters: inputs, results, dropped (shedder), late (inserted, not probed),
+    discarded (too late for the window), comparisons, cost (comparisons + per-tuple cost)."""
+
+    inputs: int = 0
+    results: int = 0
+    dropped: int = 0
+    late: int = 0
+    discarded: int = 0
+    comparisons: int = 0
+    cost: float = 0.0
+
+
+class Engine:
+    """Runtime of one join instance; ``snapshot()``/``from_snapshot()`` are exact."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        slack: SlackPolicy | None = None,
+        shedder: Shedder | None = None,
+    ) -> None:
+        self.config = config
+        self.slack = slack or slack_policy_class(config.disorder.mode).create(config)
+        self.shedder = shedder or shedder_class(config.shedding.mode).create(config)
+        self.kslacks = [KSlack(KSlackConfig(i)) for i in range(config.m)]
+        self.sync = Synchronizer(SynchronizerConfig(config.m))
+        self.join = MWayJoin(config.join_config())
+        self.clock = NEG_INF
+        self.next_interval: int | None = None
+        self.next_adapt: int | None = None
+        self.stats = EngineStats()
+        self._metrics: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ input
+    def process(self, event: Event) -> list[JoinResult]:
+        """One arrival: advance the clock, K-slack, synchronize, join."""
+        out = self.advance_to(event.arrival)
+        ks = self.kslacks[event.stream]
+        self.slack.observe_arrival(event.stream, event.ts, ks.delay_of(event.ts))
+        _, released = ks.push(event, self.slack.current_k())
+        self.stats.inputs += 1
+        if released:
+            out.extend(self._to_join(released))
+        return out
+
+    def process_many(self, events: Iterable[Event]) -> list[JoinResult]:
+        """:meth:`process` for each event, results concatenated."""
+        out: list[JoinResult] = []
+        for ev in events:
+            out.extend(self.process(ev))
+        return out
+
+    def advance_to(self, arrival_ms: int) -> list[JoinResult]:
+        """Let the clock reach ``arrival_ms``: adapt at every boundary L / Δ crossed."""
+        if arrival_ms <= self.clock:
+            return []
+        self.clock = arrival_ms
+        if self.next_interval is None or self.next_adapt is None:
+            self.next_interval = self._first_boundary(self.config.disorder.interval_ms)
+            self.next_adapt = self._first_boundary(self.config.shedding.adapt_interval_ms)
+        k_before = self.slack.current_k()
+        self.next_interval = self._cross(
+            self.next_interval, self.config.disorder.interval_ms, "disorder"
+        )
+        self.next_adapt = self._cross(
+            self.next_adapt, self.config.shedding.adapt_interval_ms, "shedding"
+        )
+        k = self.slack.current_k()
+        if k >= k_before:
+            return []
+        out: list[JoinResult] = []
+        for ks in self.kslacks:
+            released = ks.release(k)
+            if released:
+                out.extend(self._to_join(released))
+        return out
+
+    def flush(self) -> list[JoinResult]:
+        """End of input: release every K-slack and the Synchronizer in ts order."""
+        out: list[JoinResult] = []
+        for ks in self.kslacks:
+            out.extend(self._to_join(ks.flush()))
+        for ev, delay in self.sync.flush():
+            out.extend(self._join_one(ev, delay))
+        return out
+
+    def drain_metrics(self) -> list[dict[str, Any]]:
+        """Metrics rows produced by the policy and the shedder since the last drain."""
+        rows, self._metrics = self._metrics, []
+        return rows
+
+    # ------------------------------------------------------------------ internals
+    def _first_boundary(self, every: int) -> int:
+        return (self.clock // every + 1) * every
+
+    def _cross(self, boundary: int, every: int, source: str) -> int:
+        if self.clock < boundary:
+            return boundary
+        if (self.clock - boundary) // every > MAX_BOUNDARIES_PER_TICK:
+            boundary = (self.clock // every) * every
+        while boundary <= self.clock:
+            if source == "disorder":
+                row = self.slack.maybe_adapt(boundary)
+            else:
+                row = self.shedder.maybe_adapt(boundary)
+            if row is not None:
+                self._metrics.append({"source": source, **row})
+            boundary += every
+        return boundary
+
+    def _to_join(self, tagged: list[Tagged]) -> list[JoinResult]:
+        out: list[JoinResult] = []
+        for item in tagged:
+            for ev, delay in self.sync.push(item):
+                out.extend(self._join_one(ev, delay))
+        return out
+
+    def _join_one(self, ev: Event, delay: int) -> list[JoinResult]:
+        stats = self.stats
+        if not self.shedder.admit(ev, self.clock):
+            stats.dropped += 1
+            return []
+        enc = self.config.predicate.encode(ev.attrs)
+        plan = self.shedder.plan(ev.stream) if ev.ts >= self.join.join_time else None
+        res = self.join.process(ev.stream, ev.ts, ev.seq, enc, plan)
+        if res.outcome is Outcome.PROBED:
+            cross = self.join.cross_count(ev.stream, ev.ts) if self.slack.needs_cross else 0
+            self.slack.observe_join(ev.stream, ev.ts, delay, res.count, cross, False)
+            if res.feedback is not None:
+                self.shedder.observe_probe(res.feedback)
+        else:
+            if res.outcome is Outcome.LATE:
+                stats.late += 1
+            else:
+                stats.discarded += 1
+            self.slack.observe_join(ev.stream, ev.ts, delay, 0, 0, True)
+        cost = res.cost + self.config.tuple_cost
+        self.shedder.charge(cost, self.clock)
+        stats.comparisons += res.cost
+        stats.cost += cost
+        stats.results += res.count
+        return self._results(res) if res.count else []
+
+    def _results(self, res: JoinOutput) -> list[JoinResult]:
+        names = self.config.streams
+        out = []
+        for seqs, tss in zip(res.seqs.tolist(), res.tss.tolist(), strict=True):
+            out.append(
+                make_result(
+                    [Member(names[s], seqs[s], tss[s]) for s in range(len(names))]
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ state
+    def snapshot(self) -> dict[str, Any]:
+        """Plain Python/NumPy state (picklable); restoring it changes nothing in the output."""
+        return {
+            "clock": self.clock,
+            "next_interval": self.next_interval,
+            "next_adapt": self.next_adapt,
+            "stats": asdict(self.stats),
+            "metrics": list(self._metrics),
+            "kslacks": [ks.snapshot() for ks in self.kslacks],
+            "sync": self.sync.snapshot(),
+            "join": self.join.snapshot(),
+            "slack": self.slack.snapshot(),
+            "shedder": self.shedder.snapshot(),
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> Engine:
+        """Rebuild an engine (with the spec's policy and shedder) from :meth:`snapshot`."""
+        try:
+            slack = slack_policy_class(config.disorder.mode).from_snapshot(config, snap["slack"])
+            shedder = shedder_class(config.shedding.mode).from_snapshot(config, snap["shedder"])
+            eng = cls(config, slack=slack, shedder=shedder)
+            eng.clock = int(snap["clock"])
+            eng.next_interval = snap["next_interval"]
+            eng.next_adapt = snap["next_adapt"]
+            eng.stats = EngineStats(**snap["stats"])
+            eng._metrics = list(snap["metrics"])
+            if len(snap["kslacks"]) != config.m:
+                raise OperatorStateError(
+                    f"engine snapshot has {len(snap['kslacks'])} streams, config has {config.m}"
+                )
+            eng.kslacks = [
+                KSlack.from_snapshot(KSlackConfig(i), s) for i, s in enumerate(snap["kslacks"])
+            ]
+            eng.sync = Synchronizer.from_snapshot(SynchronizerConfig(config.m), snap["sync"])
+            eng.join = MWayJoin.from_snapshot(config.join_config(), snap["join"])
+        except (KeyError, TypeError) as exc:
+            raise OperatorStateError(f"cannot restore engine snapshot: {exc!r}") from exc
+        return eng

@@ -1,0 +1,124 @@
+"""Records flowing through the operators: input events, result members and join results.
+
+Ji et al. §II: a tuple e_i of stream S_i carries a timestamp e_i.ts; a result
+⟨e_1..e_m⟩ has timestamp max(e_k.ts). DESIGN §4: a result is identified by its
+members' (stream, seq), so its id is deterministic (:func:`result_id`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.errors import SerializationError
+
+#: keys of a dump record that are not workload attributes
+ENVELOPE_KEYS = frozenset({"stream", "seq", "event_time", "arrival_time"})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One input tuple: ``stream`` is the index into ``spec.join.streams``."""
+
+    stream: int
+    seq: int
+    ts: int
+    arrival: int
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One member tuple of a join result, by stream *name*."""
+
+    stream: str
+    seq: int
+    event_time: int
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    """A join result: deterministic ``id``, ``result_time`` = max member event time."""
+
+    id: str
+    result_time: int
+    members: tuple[Member, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The result record ``{"id", "result_time", "members": [...]}``."""
+        return {
+            "id": self.id,
+            "result_time": self.result_time,
+            "members": [
+                {"stream": m.stream, "seq": m.seq, "event_time": m.event_time}
+                for m in self.members
+            ],
+        }
+
+
+def result_id(members: Sequence[Member]) -> str:
+    """Deterministic id: blake2b-128 hex of ``"s1:12|s2:7|s3:9"`` in the given stream order."""
+    key = "|".join(f"{m.stream}:{m.seq}" for m in members)
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+
+
+def make_result(members: Sequence[Member]) -> JoinResult:
+    """A :class:`JoinResult` with its id and timestamp derived from ``members``."""
+    return JoinResult(
+        id=result_id(members),
+        result_time=max(m.event_time for m in members),
+        members=tuple(members),
+    )
+
+
+def result_from_json(record: Mapping[str, Any]) -> JoinResult:
+    """Parse a result record; raises :class:`SerializationError` naming the bad field."""
+    try:
+        members = tuple(
+            Member(stream=str(m["stream"]), seq=int(m["seq"]), event_time=int(m["event_time"]))
+            for m in record["members"]
+        )
+        return JoinResult(
+            id=str(record["id"]), result_time=int(record["result_time"]), members=members
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SerializationError(f"bad join result record {dict(record)!r}: {exc!r}") from exc
+
+
+def event_from_dump(record: Mapping[str, Any], stream_index: Mapping[str, int]) -> Event:
+    """Build an :class:`Event` from a dump dict (stream, seq, event_time, arrival_time, attrs).
+
+    ``stream_index`` maps stream names (``spec.join.streams``) to their indices.
+    Raises :class:`SerializationError` naming the missing/bad field.
+    """
+    try:
+        name = record["stream"]
+    except KeyError:
+        raise SerializationError(f"dump record without 'stream': {dict(record)!r}") from None
+    if name not in stream_index:
+        raise SerializationError(
+            f"dump record stream {name!r} is not one of {sorted(stream_index)}"
+        )
+    try:
+        seq = int(record["seq"])
+        ts = int(record["event_time"])
+        arrival = int(record["arrival_time"])
+    except KeyError as exc:
+        raise SerializationError(f"dump record without {exc.args[0]!r}: {dict(record)!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(f"dump record with a non-integer field: {dict(record)!r}") from exc
+    attrs = {k: v for k, v in record.items() if k not in ENVELOPE_KEYS}
+    return Event(stream=stream_index[name], seq=seq, ts=ts, arrival=arrival, attrs=attrs)
+
+
+def event_to_dump(event: Event, streams: Sequence[str]) -> dict[str, Any]:
+    """The dump dict of an :class:`Event` (inverse of :func:`event_from_dump`)."""
+    return {
+        "stream": streams[event.stream],
+        "seq": event.seq,
+        "event_time": event.ts,
+        "arrival_time": event.arrival,
+        **dict(event.attrs),
+    }

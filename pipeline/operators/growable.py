@@ -1,0 +1,50 @@
+"""An append-only NumPy array with amortized O(1) appends (basic-window columns)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike, NDArray
+
+
+class GrowableArray:
+    """Rows of shape ``row_shape`` appended one at a time; ``view()`` is the filled part."""
+
+    __slots__ = ("_buf", "_n")
+
+    def __init__(self, row_shape: tuple[int, ...], dtype: DTypeLike, capacity: int = 16) -> None:
+        self._buf: NDArray[Any] = np.empty((capacity, *row_shape), dtype=dtype)
+        self._n = 0
+
+    @staticmethod
+    def from_array(arr: NDArray[Any]) -> GrowableArray:
+        g = GrowableArray(arr.shape[1:], arr.dtype, max(16, len(arr)))
+        g._buf[: len(arr)] = arr
+        g._n = len(arr)
+        return g
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _reserve(self, n: int) -> None:
+        if n > len(self._buf):
+            cap = max(n, 2 * len(self._buf))
+            buf = np.empty((cap, *self._buf.shape[1:]), dtype=self._buf.dtype)
+            buf[: self._n] = self._buf[: self._n]
+            self._buf = buf
+
+    def append(self, value: Any) -> None:
+        if self._n == len(self._buf):
+            self._reserve(self._n + 1)
+        self._buf[self._n] = value
+        self._n += 1
+
+    def extend(self, values: NDArray[Any]) -> None:
+        k = len(values)
+        self._reserve(self._n + k)
+        self._buf[self._n : self._n + k] = values
+        self._n += k
+
+    def view(self) -> NDArray[Any]:
+        return self._buf[: self._n]

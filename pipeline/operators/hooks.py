@@ -1,0 +1,165 @@
+"""Plug-in points of the :class:`~pipeline.operators.engine.Engine`.
+
+Two protocols let the disorder-handling policy (Ji et al.) and the load shedder
+(GrubJoin, Gedik et al.) plug into the engine without editing its internals:
+
+* :class:`SlackPolicy` sizes the common K of every K-slack buffer (Ji et al. Same-K
+  policy, Theorem 1). Baselines ``none``/``max``/``fixed`` live in
+  ``pipeline/operators/slack_policies.py``; ``quality`` (Alg. 3) plugs in the same way.
+* :class:`Shedder` throttles the join (GrubJoin operator throttling + window
+  harvesting, or RandomDrop). ``off`` lives in ``pipeline/operators/noshed.py``.
+
+Call sequence, driven by the records' arrival times (the engine clock ``now``; never
+the wall clock):
+
+1. every arriving event: ``slack.observe_arrival(stream, ts, delay)`` at the K-slack
+   input (delay = ^iT − ts after updating ^iT, Ji §II);
+2. events released by K-slack → Synchronizer reach the join in Alg. 2 order; for each:
+   ``shedder.admit(event, now)`` (False = dropped before the join, not inserted);
+3. admitted in-order tuples (ts ≥ ⋈T): ``plan = shedder.plan(stream)``, the join probes
+   with it, then ``shedder.observe_probe(feedback)`` if ``plan.feedback`` was set;
+   ``slack.observe_join(stream, ts, delay, results, cross, late=False)``;
+   late tuples (ts < ⋈T): ``slack.observe_join(..., results=0, cross=0, late=True)``;
+4. ``shedder.charge(cost, now)`` with cost = tuple comparisons + ``shedding.tuple_cost``;
+5. when the clock crosses a multiple of ``disorder.interval_ms`` (L):
+   ``slack.maybe_adapt(boundary_ms)``; when it crosses a multiple of
+   ``shedding.adapt_interval_ms`` (Δ): ``shedder.maybe_adapt(boundary_ms)``; returned
+   rows are queued for :meth:`Engine.drain_metrics`. After a slack adaptation the
+   engine re-applies the (possibly smaller) K to every K-slack buffer at once.
+
+Implementations are created by ``cls.create(config)`` and restored by
+``cls.from_snapshot(config, snap)`` where ``config`` is the frozen
+:class:`~pipeline.operators.config.EngineConfig`; ``snapshot()`` returns plain
+Python/NumPy data (picklable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.operators.events import Event
+
+if TYPE_CHECKING:
+    from pipeline.operators.config import EngineConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePlan:
+    """How one direction probes (GrubJoin §1.3–1.4).
+
+    ``order``: the other streams in join order (R_i); ``None`` = the join's default
+    order. ``windows``: per position in the order, the *logical basic window* indices
+    to scan, in scan order — index 0 is the newest logical basic window relative to the
+    probing tuple's ts (ages [0, b)), index k covers ages [k·b, (k+1)·b), the last one
+    is clipped at W; ``None`` at a position (or for the whole field) = scan everything.
+    ``feedback``: ask the join for per-logical-basic-window match counts (window
+    shredding / time-correlation histograms).
+    """
+
+    order: tuple[int, ...] | None = None
+    windows: tuple[tuple[int, ...] | None, ...] | None = None
+    feedback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFeedback:
+    """What one probe of direction ``direction`` found (for :meth:`Shedder.observe_probe`).
+
+    ``order`` is the join order used. ``matches[j][k]`` = number of *results* whose
+    member from stream ``order[j]`` lies in logical basic window ``k`` (0 = newest) of
+    that stream, i.e. the lag histogram T(t_i) − T(t_l) binned by b (GrubJoin §1.5).
+    ``scanned[j]`` = number of tuples of stream ``order[j]`` compared (summed over the
+    partial results), ``cost`` = all tuple comparisons of the probe.
+    """
+
+    direction: int
+    ts: int
+    order: tuple[int, ...]
+    matches: tuple[NDArray[np.int64], ...]
+    scanned: tuple[int, ...]
+    results: int
+    cost: int
+    #: partial results entering each position (1 at position 0; fewer entries when the
+    #: probe stopped early) — selectivity per position = next entry (or results) / scanned
+    partials: tuple[int, ...] = ()
+
+
+class SlackPolicy(Protocol):
+    """Sizes K for every K-slack buffer (Ji et al. §III Same-K; Alg. 3 for ``quality``).
+
+    ``needs_cross``: whether :meth:`observe_join` needs the exact cross-join count n^×
+    (it costs one count over the other windows per probe; False passes ``cross=0``).
+    """
+
+    needs_cross: bool
+
+    def observe_arrival(self, stream: int, ts: int, delay: int) -> None:
+        """A tuple of ``stream`` arrived at its K-slack with raw ``delay`` = ^iT − ts ≥ 0."""
+
+    def observe_join(
+        self, stream: int, ts: int, delay: int, results: int, cross: int, late: bool
+    ) -> None:
+        """The join processed a tuple (Ji §3.5 Tuple-Productivity Profiler input).
+
+        ``delay`` is its raw delay (annotated at K-slack), ``results`` n^⋈ (all with
+        result_time = ts), ``cross`` n^× = Π_{j≠i}|S_j[W_j]|; ``late`` = arrived with
+        ts < ⋈T (not probed: results = cross = 0).
+        """
+
+    def current_k(self) -> int:
+        """The K (ms) that every K-slack buffer uses now."""
+        ...
+
+    def maybe_adapt(self, now_ms: int) -> dict[str, Any] | None:
+        """Called at each interval boundary L; a metrics row if K was re-sized."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain-data state (picklable)."""
+        ...
+
+
+class Shedder(Protocol):
+    """Throttles the join's CPU use (GrubJoin §2 throttling + harvesting; RandomDrop)."""
+
+    def admit(self, event: Event, now: int) -> bool:
+        """Whether ``event`` enters the join (False = dropped, e.g. queue overflow)."""
+        ...
+
+    def plan(self, direction: int) -> ProbePlan | None:
+        """The probe plan for an in-order tuple of stream ``direction``; None = full scan."""
+        ...
+
+    def charge(self, cost: float, now: int) -> None:
+        """Cost (comparisons + per-tuple cost) of the work just done at clock ``now``."""
+
+    def observe_probe(self, feedback: ProbeFeedback) -> None:
+        """Per-basic-window match counts of a probe whose plan asked for feedback."""
+
+    def maybe_adapt(self, now: int) -> dict[str, Any] | None:
+        """Called at each boundary Δ; a metrics row (z, harvest_fractions, queue_drops...)."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain-data state (picklable)."""
+        ...
+
+
+class SlackPolicyFactory(Protocol):
+    """A SlackPolicy class: ``create(config)`` and ``from_snapshot(config, snap)``."""
+
+    def create(self, config: EngineConfig) -> SlackPolicy: ...
+
+    def from_snapshot(self, config: EngineConfig, snap: dict[str, Any]) -> SlackPolicy: ...
+
+
+class ShedderFactory(Protocol):
+    """A Shedder class: ``create(config)`` and ``from_snapshot(config, snap)``."""
+
+    def create(self, config: EngineConfig) -> Shedder: ...
+
+    def from_snapshot(self, config: EngineConfig, snap: dict[str, Any]) -> Shedder: ...

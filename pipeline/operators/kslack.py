@@ -1,0 +1,98 @@
+"""K-slack: the per-stream input-sorting buffer (Ji et al. §II, Fig. 3).
+
+Each arrival advances the stream's local time ^iT = max ts seen; every buffered tuple
+with ts + K ≤ ^iT is then emitted in timestamp order. A tuple's raw delay is
+delay(e) = ^iT − e.ts with ^iT updated by e itself (0 for an in-order tuple). K can
+change at runtime (:meth:`KSlack.release` re-applies a new K without an arrival).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.errors import OperatorStateError
+from pipeline.operators.events import Event
+
+NEG_INF = -(2**62)
+
+#: (event, raw delay) as it travels K-slack -> Synchronizer -> join
+Tagged = tuple[Event, int]
+
+
+@dataclass(frozen=True, slots=True)
+class KSlackConfig:
+    """Which stream this buffer serves (K itself comes from the SlackPolicy)."""
+
+    stream: int
+
+
+class KSlack:
+    """Runtime K-slack buffer of one stream."""
+
+    def __init__(self, config: KSlackConfig) -> None:
+        self.config = config
+        self.local_time = NEG_INF
+        self._heap: list[tuple[int, int, Event, int]] = []
+        self._counter = 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def delay_of(self, ts: int) -> int:
+        """Raw delay a tuple with ``ts`` arriving now has: max(^iT, ts) − ts."""
+        return max(self.local_time, ts) - ts
+
+    def push(self, event: Event, k: int) -> tuple[int, list[Tagged]]:
+        """Buffer ``event``; return its raw delay and the tuples released under K = ``k``."""
+        if event.ts > self.local_time:
+            self.local_time = event.ts
+        delay = self.local_time - event.ts
+        heapq.heappush(self._heap, (event.ts, self._counter, event, delay))
+        self._counter += 1
+        return delay, self.release(k)
+
+    def release(self, k: int) -> list[Tagged]:
+        """Emit, in ts order, every buffered tuple with ts + k ≤ ^iT."""
+        out: list[Tagged] = []
+        heap, bound = self._heap, self.local_time - k
+        while heap and heap[0][0] <= bound:
+            _, _, ev, delay = heapq.heappop(heap)
+            out.append((ev, delay))
+        return out
+
+    def flush(self) -> list[Tagged]:
+        """End of input: emit everything, in ts order."""
+        out = [(ev, d) for _, _, ev, d in sorted(self._heap)]
+        self._heap = []
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "local_time": self.local_time,
+            "counter": self._counter,
+            "heap": [(ts, c, event_state(ev), d) for ts, c, ev, d in self._heap],
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: KSlackConfig, snap: dict[str, Any]) -> KSlack:
+        try:
+            ks = cls(config)
+            ks.local_time = int(snap["local_time"])
+            ks._counter = int(snap["counter"])
+            ks._heap = [(ts, c, event_from_state(ev), d) for ts, c, ev, d in snap["heap"]]
+            heapq.heapify(ks._heap)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"cannot restore K-slack snapshot: {exc!r}") from exc
+        return ks
+
+
+def event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
+    return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
+
+
+def event_from_state(state: Any) -> Event:
+    stream, seq, ts, arrival, attrs = state
+    return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
+

@@ -1,0 +1,41 @@
+"""The ``off`` shedder: admit everything, always scan the full windows (exact join)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pipeline.operators.events import Event
+from pipeline.operators.hooks import ProbeFeedback, ProbePlan
+
+if TYPE_CHECKING:
+    from pipeline.operators.config import EngineConfig
+
+
+class NoShedder:
+    """No load shedding: the full join (GrubJoin's z = 1 baseline)."""
+
+    @classmethod
+    def create(cls, config: EngineConfig) -> NoShedder:
+        return cls()
+
+    def admit(self, event: Event, now: int) -> bool:
+        return True
+
+    def plan(self, direction: int) -> ProbePlan | None:
+        return None
+
+    def charge(self, cost: float, now: int) -> None:
+        return None
+
+    def observe_probe(self, feedback: ProbeFeedback) -> None:
+        return None
+
+    def maybe_adapt(self, now: int) -> dict[str, Any] | None:
+        return None
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"mode": "off"}
+
+    @classmethod
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> NoShedder:
+        return cls()

@@ -1,0 +1,224 @@
+"""``disorder.mode = "quality"``: quality-driven K-slack sizing (Ji et al., ICDE, Fig. 2).
+
+:class:`QualityPolicy` is the engine's :class:`~pipeline.operators.hooks.SlackPolicy`
+for the quality mode. It wires the four components of Ji et al.'s framework:
+
+* Statistics Manager (:mod:`~pipeline.operators.delay_stats`): delay histograms over
+  ADWIN windows, K_i^sync, rates, MaxD^H — fed by :meth:`observe_arrival`;
+* Tuple-Productivity Profiler (:mod:`~pipeline.operators.profiler`): M^×, M^⋈ — fed by
+  :meth:`observe_join`;
+* Result-Size Monitor (:mod:`~pipeline.operators.buffer_manager`): produced results and
+  estimated true results over the last P − L;
+* Buffer-Size Manager: at every interval boundary L, Γ' (Eq. 7, capped at 1) and Alg. 3
+  over γ(L, K) (Eqs. 2–6, :mod:`~pipeline.operators.recall_model`), Same-K policy
+  (Theorem 1): one K for every stream.
+
+Metrics row per adaptation: ``time``, ``k_ms``, ``recall_target`` (Γ),
+``instant_recall_target`` (Γ'), ``estimated_recall`` (the model's γ(L, k*) for the
+chosen K), ``estimated_period_recall`` (N_prod(P−L)/N_true(P−L) from the Result-Size
+Monitor — the operator's own estimate, since it cannot see the true results),
+``measured_recall`` (always None here: the true recall needs the oracle and is computed
+by the benchmark/evaluator), and diagnostics (MaxD^H, K^sync, rates, ADWIN widths).
+
+The model's basic window b is ``granularity_ms`` (the paper's default b = g = 10 ms);
+it is independent of GrubJoin's ``shedding.basic_window_ms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline.errors import OperatorStateError
+from pipeline.operators.adwin import AdwinConfig
+from pipeline.operators.buffer_manager import (
+    ResultSizeMonitor,
+    instant_recall_target,
+    linear_search,
+)
+from pipeline.operators.delay_stats import StatisticsManager
+from pipeline.operators.profiler import LateEstimate, ProductivityMaps, ProductivityProfiler
+from pipeline.operators.recall_model import ModelConfig, gamma_curve
+
+if TYPE_CHECKING:
+    from pipeline.operators.config import EngineConfig
+
+
+@dataclass(frozen=True, slots=True)
+class QualityConfig:
+    """Frozen parameters of the quality-driven policy (from ``[disorder]`` + ``[join]``)."""
+
+    recall: float
+    period_ms: int
+    interval_ms: int
+    granularity_ms: int
+    windows_ms: tuple[int, ...]
+    late_estimate: LateEstimate = "max"
+    eq_sel: bool = False
+    adwin: AdwinConfig = field(default_factory=AdwinConfig)
+
+    @classmethod
+    def from_engine(cls, config: EngineConfig) -> QualityConfig:
+        """Γ, P, L, g from ``config.disorder``; windows from ``config.windows``."""
+        d = config.disorder
+        return cls(
+            recall=d.recall,
+            period_ms=d.period_ms,
+            interval_ms=d.interval_ms,
+            granularity_ms=d.granularity_ms,
+            windows_ms=tuple(config.windows),
+            late_estimate=d.late_estimate,
+        )
+
+    def model(self) -> ModelConfig:
+        """The recall model's static inputs (b = g)."""
+        return ModelConfig(self.windows_ms, self.granularity_ms, self.granularity_ms)
+
+
+class QualityPolicy:
+    """Quality-driven Same-K sizing: the smallest K meeting Γ over every period P."""
+
+    mode = "quality"
+    #: Eq. 6 needs the exact cross-join count n^× of every probing tuple
+    needs_cross = True
+
+    def __init__(self, config: QualityConfig, timer: Callable[[], float] | None = None) -> None:
+        self.config = config
+        self._model = config.model()
+        m = len(config.windows_ms)
+        self.stats = StatisticsManager(m, config.granularity_ms, config.adwin)
+        self.profiler = ProductivityProfiler(config.granularity_ms, config.late_estimate)
+        #: the maps of the last interval in which tuples reached the join (after K grows,
+        #: the join may see nothing for a while; an empty interval is no evidence)
+        self.evidence = ProductivityMaps.empty()
+        self.monitor = ResultSizeMonitor(config.period_ms, config.interval_ms)
+        self.k_ms = 0
+        self.last_boundary: int | None = None
+        #: optional injected clock (seconds); when set, rows carry ``adapt_ms``
+        self.timer = timer
+
+    @classmethod
+    def create(cls, config: EngineConfig) -> QualityPolicy:
+        """The policy for an engine config."""
+        return cls(QualityConfig.from_engine(config))
+
+    # ------------------------------------------------------------ engine hooks
+    def observe_arrival(self, stream: int, ts: int, delay: int) -> None:
+        """Statistics Manager input: raw delay at S_i's K-slack."""
+        self.stats.observe(stream, ts, delay)
+
+    def observe_join(
+        self, stream: int, ts: int, delay: int, results: int, cross: int, late: bool
+    ) -> None:
+        """Profiler + Result-Size Monitor input (Ji et al. Alg. 2, last line)."""
+        self.profiler.record(delay, not late, cross, results)
+        if not late:
+            self.monitor.add_results(results)
+
+    def current_k(self) -> int:
+        """The common K (ms) of every K-slack buffer."""
+        return self.k_ms
+
+    def maybe_adapt(self, now_ms: int) -> dict[str, Any] | None:
+        """One Buffer-Size Manager step at the boundary ``now_ms`` (every L)."""
+        start = self.timer() if self.timer is not None else 0.0
+        cfg = self.config
+        span = cfg.interval_ms
+        if self.last_boundary is not None and now_ms > self.last_boundary:
+            span = now_ms - self.last_boundary
+        self.last_boundary = now_ms
+        summary = self.stats.roll(span)
+        maps = self.profiler.roll()
+        if maps.tuples > 0:
+            self.evidence = maps
+        produced = self.monitor.produced
+        prod_past, true_past = self.monitor.roll(maps.n_true)
+        n_true_next = self.evidence.n_true
+        target = instant_recall_target(cfg.recall, prod_past, true_past, n_true_next)
+        g = cfg.granularity_ms
+        k_max = summary.max_delay_ms // g
+        curve = gamma_curve(
+            summary.pdfs,
+            summary.ksync_ms,
+            None if cfg.eq_sel else self.evidence,
+            self._model,
+            k_max + 1,
+        )
+        self.k_ms = linear_search(curve, summary.max_delay_ms, g, target)
+        row: dict[str, Any] = {
+            "time": now_ms,
+            "k_ms": self.k_ms,
+            "policy": self.mode,
+            "recall_target": cfg.recall,
+            "instant_recall_target": target,
+            "estimated_recall": float(min(curve[self.k_ms // g], 1.0)),
+            "estimated_period_recall": (prod_past / true_past) if true_past > 0 else None,
+            "measured_recall": None,
+            "max_delay_ms": summary.max_delay_ms,
+            "ksync_ms": list(summary.ksync_ms),
+            "rates_per_s": list(summary.rates_per_s),
+            "stat_window": list(summary.widths),
+            "results_interval": produced,
+            "n_true_interval": maps.n_true,
+            "n_true_next": n_true_next,
+        }
+        if self.timer is not None:
+            row["adapt_ms"] = (self.timer() - start) * 1000.0
+        return row
+
+    # ---------------------------------------------------------------- snapshot
+    def snapshot(self) -> dict[str, Any]:
+        """Plain-Python state (picklable)."""
+        return {
+            "mode": self.mode,
+            "k_ms": self.k_ms,
+            "last_boundary": self.last_boundary,
+            "stats": self.stats.snapshot(),
+            "profiler": self.profiler.snapshot(),
+            "evidence": [
+                self.evidence.cross.tolist(),
+                self.evidence.join.tolist(),
+                self.evidence.tuples,
+            ],
+            "monitor": self.monitor.snapshot(),
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> QualityPolicy:
+        """Restore a policy saved by :meth:`snapshot` under the same engine config."""
+        return cls.restore(QualityConfig.from_engine(config), snap)
+
+    @classmethod
+    def restore(cls, qc: QualityConfig, snap: dict[str, Any]) -> QualityPolicy:
+        """Restore from a :class:`QualityConfig` (what :meth:`from_snapshot` uses)."""
+        if snap.get("mode") != cls.mode:
+            raise OperatorStateError(
+                f"slack policy snapshot of mode {snap.get('mode')!r}, expected {cls.mode!r}"
+            )
+        policy = cls(qc)
+        try:
+            policy.k_ms = int(snap["k_ms"])
+            last = snap["last_boundary"]
+            policy.last_boundary = None if last is None else int(last)
+            m = len(qc.windows_ms)
+            policy.stats = StatisticsManager.from_snapshot(
+                m, qc.granularity_ms, qc.adwin, snap["stats"]
+            )
+            policy.profiler = ProductivityProfiler.from_snapshot(
+                qc.granularity_ms, snap["profiler"], qc.late_estimate
+            )
+            cross, join, tuples = snap["evidence"]
+            policy.evidence = ProductivityMaps(
+                np.asarray(cross, dtype=np.float64),
+                np.asarray(join, dtype=np.float64),
+                int(tuples),
+            )
+            policy.monitor = ResultSizeMonitor.from_snapshot(
+                qc.period_ms, qc.interval_ms, snap["monitor"]
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"quality policy snapshot: bad or missing field: {exc}") from exc
+        return policy

@@ -1,0 +1,48 @@
+"""Which class implements each ``disorder.mode`` / ``shedding.mode`` of the spec.
+
+Plug-ins that live in other modules (quality-driven K, GrubJoin, RandomDrop) are named
+here by module and class and imported on first use, so the engine never imports them
+eagerly and a missing plug-in is a clear :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import cast
+
+from pipeline.errors import ConfigError
+from pipeline.operators.hooks import ShedderFactory, SlackPolicyFactory
+
+SLACK_POLICIES: dict[str, tuple[str, str]] = {
+    "none": ("pipeline.operators.slack_policies", "NoSlack"),
+    "max": ("pipeline.operators.slack_policies", "MaxSlack"),
+    "fixed": ("pipeline.operators.slack_policies", "FixedSlack"),
+    "quality": ("pipeline.operators.quality_policy", "QualityPolicy"),
+}
+
+SHEDDERS: dict[str, tuple[str, str]] = {
+    "off": ("pipeline.operators.noshed", "NoShedder"),
+    "grubjoin": ("pipeline.operators.grubjoin", "GrubJoinShedder"),
+    "randomdrop": ("pipeline.operators.randomdrop", "RandomDropShedder"),
+}
+
+
+def _load(table: dict[str, tuple[str, str]], mode: str, key: str) -> object:
+    if mode not in table:
+        raise ConfigError(f"{key}: unknown mode {mode!r} (choose from {sorted(table)})")
+    module_name, class_name = table[mode]
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, class_name)
+    except (ModuleNotFoundError, AttributeError) as exc:
+        raise ConfigError(f"{key}: mode {mode!r} is not available ({exc})") from exc
+
+
+def slack_policy_class(mode: str) -> SlackPolicyFactory:
+    """The SlackPolicy class of ``disorder.mode``."""
+    return cast(SlackPolicyFactory, _load(SLACK_POLICIES, mode, "disorder.mode"))
+
+
+def shedder_class(mode: str) -> ShedderFactory:
+    """The Shedder class of ``shedding.mode``."""
+    return cast(ShedderFactory, _load(SHEDDERS, mode, "shedding.mode"))

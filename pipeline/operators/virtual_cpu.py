@@ -1,0 +1,231 @@
+"""The two CPU budget sources behind the throttle (DESIGN §5; GrubJoin §IV-A).
+
+* :class:`VirtualCpu` — deterministic. A server with ``capacity`` cost units per second
+  of *stream time* (cost = tuple comparisons + per-tuple cost) behind a bounded input
+  queue of ``queue`` tuples (the paper's 10-tuple buffers). A tuple arriving at ``now``
+  starts service at max(now, busy_until); it is dropped if ``queue`` tuples are already
+  waiting. β = Σα_i / Σλ'_i (tuples consumed / pushed in the interval), headroom =
+  utilization target / (cost charged / capacity available). Same input ⇒ same output.
+* :class:`WallBudget` — the real CPU. An injected clock (seconds) times the work between
+  ``admit`` and ``charge``; β = headroom = (interval / speed-up × utilization) / time
+  spent. No queue: nothing is dropped, the join is only throttled.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pipeline.errors import ConfigError, OperatorStateError
+
+
+@dataclass(frozen=True)
+class BudgetReading:
+    """What a budget measured over one adaptation interval."""
+
+    beta: float
+    headroom: float
+    pushed: int
+    consumed: int
+    dropped: int
+    cost: float
+
+
+class Budget(Protocol):
+    """A budget source: admission in front of the join, cost accounting, β per Δ."""
+
+    def admit(self, now: int) -> bool: ...
+
+    def charge(self, cost: float, now: int) -> None: ...
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class VirtualCpuConfig:
+    capacity: float  # cost units per second of stream time
+    queue: int = 10
+    utilization: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.capacity > 0:
+            raise ConfigError(f"capacity: must be > 0, got {self.capacity}")
+        if self.queue < 1:
+            raise ConfigError(f"queue: must be >= 1, got {self.queue}")
+        if not 0.0 < self.utilization <= 1.0:
+            raise ConfigError(f"utilization: must be in (0, 1], got {self.utilization}")
+
+
+class VirtualCpu:
+    """Deterministic single-server queue in stream time (ms)."""
+
+    def __init__(self, config: VirtualCpuConfig) -> None:
+        self.config = config
+        self.busy_until = 0.0
+        self.waiting: deque[float] = deque()  # start times still in the future
+        self.pushed = 0
+        self.admitted = 0
+        self.dropped = 0
+        self.cost = 0.0
+        self.consumed_before = 0  # consumed count at the last measure()
+        self.marks = (0, 0, 0.0)  # pushed, dropped, cost at the last measure()
+
+    def _release(self, now: float) -> None:
+        while self.waiting and self.waiting[0] <= now:
+            self.waiting.popleft()
+
+    def admit(self, now: int) -> bool:
+        """Push one tuple at ``now``; False = the queue is full, the tuple is dropped."""
+        self.pushed += 1
+        self._release(now)
+        if len(self.waiting) >= self.config.queue:
+            self.dropped += 1
+            return False
+        start = max(float(now), self.busy_until)
+        if start > now:
+            self.waiting.append(start)
+        self.busy_until = start
+        self.admitted += 1
+        return True
+
+    def charge(self, cost: float, now: int) -> None:
+        """The tuple admitted last cost ``cost`` units: the server is busy that long."""
+        start = max(self.busy_until, float(now))
+        self.busy_until = start + 1000.0 * cost / self.config.capacity
+        self.cost += cost
+
+    def consumed(self, now: int) -> int:
+        """Tuples that started service by ``now`` (popped from the input queue)."""
+        self._release(now)
+        return self.admitted - len(self.waiting)
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading:
+        """β = consumed / pushed over the interval; headroom from the cost charged."""
+        consumed_total = self.consumed(now)
+        p0, d0, c0 = self.marks
+        pushed = self.pushed - p0
+        consumed = consumed_total - self.consumed_before
+        cost = self.cost - c0
+        beta = consumed / pushed if pushed else 1.0
+        available = self.config.capacity * interval_ms / 1000.0
+        headroom = self.config.utilization * available / cost if cost > 0 else float("inf")
+        self.consumed_before = consumed_total
+        self.marks = (self.pushed, self.dropped, self.cost)
+        return BudgetReading(beta=beta, headroom=headroom, pushed=pushed, consumed=consumed,
+                             dropped=self.dropped - d0, cost=cost)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "busy_until": self.busy_until, "waiting": list(self.waiting),
+            "pushed": self.pushed,
+            "admitted": self.admitted, "dropped": self.dropped, "cost": self.cost,
+            "consumed_before": self.consumed_before, "marks": list(self.marks),
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: VirtualCpuConfig, snap: dict[str, Any]) -> VirtualCpu:
+        obj = cls(config)
+        try:
+            obj.busy_until = float(snap["busy_until"])
+            obj.waiting = deque(float(v) for v in snap["waiting"])
+            obj.pushed = int(snap["pushed"])
+            obj.admitted = int(snap["admitted"])
+            obj.dropped = int(snap["dropped"])
+            obj.cost = float(snap["cost"])
+            obj.consumed_before = int(snap["consumed_before"])
+            p, d, c = snap["marks"]
+            obj.marks = (int(p), int(d), float(c))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"virtual cpu: bad snapshot {snap!r}") from exc
+        return obj
+
+
+@dataclass(frozen=True)
+class WallBudgetConfig:
+    speedup: float = 1.0
+    utilization: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not self.speedup > 0:
+            raise ConfigError(f"speedup: must be > 0, got {self.speedup}")
+        if not 0.0 < self.utilization <= 1.0:
+            raise ConfigError(f"utilization: must be in (0, 1], got {self.utilization}")
+
+
+class WallBudget:
+    """Wall-clock budget with an injected clock (seconds, monotonic)."""
+
+    def __init__(self, config: WallBudgetConfig, clock: Callable[[], float]) -> None:
+        self.config = config
+        self.clock = clock
+        self.started = 0.0
+        self.spent = 0.0  # seconds in the current interval
+        self.pushed = 0
+        self.cost = 0.0
+
+    def admit(self, now: int) -> bool:
+        self.pushed += 1
+        self.started = self.clock()
+        return True
+
+    def charge(self, cost: float, now: int) -> None:
+        self.spent += max(0.0, self.clock() - self.started)
+        self.cost += cost
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading:
+        available = interval_ms / 1000.0 / self.config.speedup * self.config.utilization
+        ratio = available / self.spent if self.spent > 0 else float("inf")
+        reading = BudgetReading(beta=ratio, headroom=ratio, pushed=self.pushed,
+                                consumed=self.pushed, dropped=0, cost=self.cost)
+        self.spent = 0.0
+        self.pushed = 0
+        self.cost = 0.0
+        return reading
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost}
+
+    @classmethod
+    def from_snapshot(cls, config: WallBudgetConfig, clock: Callable[[], float],
+                      snap: dict[str, Any]) -> WallBudget:
+        obj = cls(config, clock)
+        try:
+            obj.spent = float(snap["spent"])
+            obj.pushed = int(snap["pushed"])
+            obj.cost = float(snap["cost"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"wall budget: bad snapshot {snap!r}") from exc
+        return obj
+
+
+def make_budget(
+    budget: str,
+    capacity: float | None,
+    queue: int,
+    utilization: float,
+    clock: Callable[[], float] | None,
+    speedup: float,
+) -> VirtualCpu | WallBudget:
+    """The budget source named by ``shedding.budget`` (virtual | wall)."""
+    if budget == "virtual":
+        if capacity is None:
+            raise ConfigError("shedding.capacity: required when budget = 'virtual'")
+        return VirtualCpu(VirtualCpuConfig(capacity, queue, utilization))
+    if budget == "wall":
+        if clock is None:
+            raise ConfigError("shedding.budget: 'wall' needs a clock callable to be injected")
+        return WallBudget(WallBudgetConfig(speedup, utilization), clock)
+    raise ConfigError(f"shedding.budget: expected virtual|wall, got {budget!r}")
+
+
+def restore_budget(
+    budget: VirtualCpu | WallBudget, snap: dict[str, Any]
+) -> VirtualCpu | WallBudget:
+    """A budget of the same kind and config as ``budget`` with the state of ``snap``."""
+    if isinstance(budget, VirtualCpu):
+        return VirtualCpu.from_snapshot(budget.config, snap)
+    return WallBudget.from_snapshot(budget.config, budget.clock, snap)

@@ -1,0 +1,225 @@
+"""The exact answer of a window join over the complete, sorted input (DESIGN §4).
+
+A result ⟨e_1..e_m⟩ (one tuple per stream) is true iff for every pair (i, j)
+e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i and the predicate holds (Ji et al. §II).
+
+* :func:`duckdb_oracle` — m self-joins in DuckDB SQL, every pair's window and
+  predicate condition spelled out (equi, band, distance);
+* :func:`brute_force_oracle` — NumPy: a boolean matrix per stream pair, then
+  m-tuples enumerated by extending partial tuples; handles cosine and custom callables.
+
+Both are deliberately independent of ``pipeline.operators`` (the code they check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.errors import ConfigError, SerializationError
+from pipeline.operators.events import JoinResult, Member, make_result
+from pipeline.spec import JoinSpec
+
+COSINE_TOLERANCE = 1e-9
+PairFn = Callable[[Mapping[str, NDArray[Any]], Mapping[str, NDArray[Any]]], Any]
+
+
+def _columns(join: JoinSpec) -> tuple[str, ...]:
+    if join.predicate in ("equi", "band"):
+        assert join.attribute is not None
+        return (join.attribute,)
+    if join.predicate == "distance":
+        return (join.x, join.y)
+    return ()
+
+
+def _split(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    index = {s: i for i, s in enumerate(join.streams)}
+    per: list[list[Mapping[str, Any]]] = [[] for _ in join.streams]
+    for r in records:
+        name = r.get("stream")
+        if name not in index:
+            raise SerializationError(f"record stream {name!r} is not one of {list(join.streams)}")
+        per[index[str(name)]].append(r)
+    return per
+
+
+def _numeric(rows: Sequence[Mapping[str, Any]], col: str) -> NDArray[np.float64]:
+    try:
+        return np.array([float(r[col]) for r in rows], dtype=np.float64)
+    except KeyError:
+        raise SerializationError(f"a record has no attribute {col!r}") from None
+    except (TypeError, ValueError):
+        raise SerializationError(f"attribute {col!r} has a non-numeric value") from None
+
+
+def _results(
+    join: JoinSpec, per: list[list[Mapping[str, Any]]], rows: NDArray[Any]
+) -> list[JoinResult]:
+    out = []
+    for row in rows.tolist():
+        members = [
+            Member(join.streams[s], int(per[s][i]["seq"]), int(per[s][i]["event_time"]))
+            for s, i in enumerate(row)
+        ]
+        out.append(make_result(members))
+    out.sort(key=lambda r: (r.result_time, r.id))
+    return out
+
+
+# --------------------------------------------------------------------------- DuckDB
+def _sql_predicate(join: JoinSpec, a: str, b: str) -> str:
+    eps = repr(float(join.epsilon))
+    if join.predicate == "equi":
+        return f"{a}.c0 = {b}.c0"
+    if join.predicate == "band":
+        return f"abs({a}.c0 - {b}.c0) <= {eps}"
+    if join.predicate == "distance":
+        return (
+            f"(({a}.c0 - {b}.c0) * ({a}.c0 - {b}.c0) + ({a}.c1 - {b}.c1) * ({a}.c1 - {b}.c1))"
+            f" <= {eps} * {eps}"
+        )
+    raise ConfigError(f"join.predicate: {join.predicate!r} has no SQL form; use brute force")
+
+
+def duckdb_sql(join: JoinSpec) -> str:
+    """The oracle query over tables t0..t{m-1}(pos, ts, c0[, c1])."""
+    m = len(join.streams)
+    w = join.windows
+    select = ", ".join(f"t{i}.pos AS p{i}" for i in range(m))
+    tables = ", ".join(f"t{i}" for i in range(m))
+    conds = []
+    for i, j in combinations(range(m), 2):
+        conds.append(f"t{j}.ts BETWEEN t{i}.ts - {w[j]} AND t{i}.ts + {w[i]}")
+        conds.append(_sql_predicate(join, f"t{i}", f"t{j}"))
+    return f"SELECT {select} FROM {tables} WHERE {' AND '.join(conds)}"
+
+
+def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
+    """Exact results by DuckDB SQL (equi, band, distance), sorted by (result_time, id)."""
+    import duckdb
+    import pandas as pd
+
+    per = _split(join, records)
+    cols = _columns(join)
+    if not cols:
+        raise ConfigError(f"join.predicate: {join.predicate!r} is not SQL-evaluable")
+    con = duckdb.connect()
+    try:
+        for i, rows in enumerate(per):
+            frame = pd.DataFrame(
+                {
+                    "pos": np.arange(len(rows), dtype=np.int64),
+                    "ts": np.array([int(r["event_time"]) for r in rows], dtype=np.int64),
+                    **{f"c{c}": _numeric(rows, name) for c, name in enumerate(cols)},
+                }
+            )
+            con.register(f"t{i}_df", frame)
+            con.execute(f"CREATE TABLE t{i} AS SELECT * FROM t{i}_df")
+        found = con.execute(duckdb_sql(join)).fetchnumpy()
+    finally:
+        con.close()
+    m = len(join.streams)
+    rows_arr = np.stack([np.asarray(found[f"p{i}"], np.int64) for i in range(m)], axis=1)
+    return _results(join, per, rows_arr)
+
+
+# ----------------------------------------------------------------------- brute force
+def _cosine_vectors(
+    rows: Sequence[Mapping[str, Any]], attr: str, vocab: dict[str, int]
+) -> NDArray[np.float64]:
+    mat = np.zeros((len(rows), max(1, len(vocab))))
+    for r, rec in enumerate(rows):
+        kw = rec.get(attr)
+        if not isinstance(kw, Mapping):
+            raise SerializationError(f"attribute {attr!r} must map keyword -> weight, got {kw!r}")
+        for word, weight in kw.items():
+            mat[r, vocab[str(word)]] += float(weight)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    return np.divide(mat, norms, out=np.zeros_like(mat), where=norms > 0)
+
+
+def _pair_matrix(
+    join: JoinSpec,
+    per: list[list[Mapping[str, Any]]],
+    feats: list[Any],
+    i: int,
+    j: int,
+    custom: PairFn | None,
+    custom_columns: Sequence[str],
+) -> NDArray[np.bool_]:
+    ts_i = np.array([int(r["event_time"]) for r in per[i]], dtype=np.int64)
+    ts_j = np.array([int(r["event_time"]) for r in per[j]], dtype=np.int64)
+    w = join.windows
+    ok = (ts_j[None, :] >= ts_i[:, None] - w[j]) & (ts_j[None, :] <= ts_i[:, None] + w[i])
+    if custom is not None:
+        left = {c: _numeric(per[i], c)[:, None] for c in custom_columns}
+        right = {c: _numeric(per[j], c)[None, :] for c in custom_columns}
+        return ok & np.broadcast_to(np.asarray(custom(left, right), bool), ok.shape)
+    if join.predicate == "cosine":
+        return ok & (feats[i] @ feats[j].T >= join.epsilon - COSINE_TOLERANCE)
+    a, b = feats[i], feats[j]
+    if join.predicate == "equi":
+        return ok & (a[:, None, 0] == b[None, :, 0])
+    if join.predicate == "band":
+        return ok & (np.abs(a[:, None, 0] - b[None, :, 0]) <= join.epsilon)
+    dx = a[:, None, 0] - b[None, :, 0]
+    dy = a[:, None, 1] - b[None, :, 1]
+    return ok & (dx * dx + dy * dy <= join.epsilon * join.epsilon)
+
+
+def brute_force_oracle(
+    join: JoinSpec,
+    records: Sequence[Mapping[str, Any]],
+    custom: PairFn | None = None,
+    custom_columns: Sequence[str] = (),
+) -> list[JoinResult]:
+    """Exact results by NumPy pair matrices (any predicate), sorted by (result_time, id)."""
+    per = _split(join, records)
+    m = len(join.streams)
+    feats: list[Any] = []
+    if custom is None and join.predicate == "cosine":
+        attr = join.attribute or "keywords"
+        vocab: dict[str, int] = {}
+        for rows in per:
+            for rec in rows:
+                kw = rec.get(attr)
+                if isinstance(kw, Mapping):
+                    for word in kw:
+                        vocab.setdefault(str(word), len(vocab))
+        feats = [_cosine_vectors(rows, attr, vocab) for rows in per]
+    elif custom is None:
+        cols = _columns(join)
+        feats = [
+            np.stack([_numeric(rows, c) for c in cols], axis=1)
+            if rows
+            else np.zeros((0, len(cols)))
+            for rows in per
+        ]
+    pairs = {
+        (i, j): _pair_matrix(join, per, feats, i, j, custom, custom_columns)
+        for i, j in combinations(range(m), 2)
+    }
+    partial = np.arange(len(per[0]), dtype=np.int64)[:, None]
+    for j in range(1, m):
+        if partial.shape[0] == 0:
+            break
+        ok = np.ones((partial.shape[0], len(per[j])), dtype=bool)
+        for s in range(j):
+            ok &= pairs[(s, j)][partial[:, s]]
+        pi, qi = np.nonzero(ok)
+        partial = np.concatenate([partial[pi], qi[:, None]], axis=1)
+    if partial.shape[1] < m:
+        partial = np.zeros((0, m), np.int64)
+    return _results(join, per, partial)
+
+
+def oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
+    """DuckDB for SQL-evaluable predicates, NumPy brute force for cosine."""
+    if join.predicate == "cosine":
+        return brute_force_oracle(join, records)
+    return duckdb_oracle(join, records)

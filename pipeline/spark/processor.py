@@ -1,0 +1,109 @@
+"""``JoinProcessor``: the join instance of one route key inside transformWithStateInPandas.
+
+State (RocksDB state store, per route key): the :class:`~pipeline.spark.instance.JoinInstance`
+blob (pickled ``Engine.snapshot()`` — K-slack buffers, Synchronizer, join windows,
+disorder policy, shedder — plus counters) cut into chunks of ``chunk_bytes`` in a
+ListState, so a restart from the checkpoint resumes exactly where the last committed
+micro-batch left the engine.
+
+Idle flush (processing-time timer): every micro-batch with input for the key re-arms one
+timer ``idle_flush_ms`` ahead. Routing sends a liveness *tick* row to every key whenever
+a micro-batch has any input, so the timer only fires once the whole query has been
+without input for ``idle_flush_ms``; it then calls ``Engine.flush()`` (end of input).
+A timer that fires much later than due (``stale_ms``: the job was down, e.g. a crash and
+restart) is re-armed instead of flushing, so recovery never turns buffered tuples late.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from pipeline.spark.instance import InstanceConfig, JoinInstance
+
+CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
+
+
+@dataclass(frozen=True)
+class ProcessorConfig:
+    """Frozen processor settings (pickled to the Python workers with the processor)."""
+
+    instance: InstanceConfig
+    idle_flush_ms: int = 3_000
+    stale_ms: int = 10_000
+    chunk_bytes: int = 1 << 20
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {"instance": self.instance.snapshot(), "idle_flush_ms": self.idle_flush_ms,
+                "stale_ms": self.stale_ms, "chunk_bytes": self.chunk_bytes}
+
+    @classmethod
+    def from_snapshot(cls, snap: dict[str, Any]) -> ProcessorConfig:
+        """Inverse of :meth:`snapshot`."""
+        return cls(InstanceConfig.from_snapshot(snap["instance"]), int(snap["idle_flush_ms"]),
+                   int(snap["stale_ms"]), int(snap["chunk_bytes"]))
+
+
+class JoinProcessor(StatefulProcessor):
+    """Runs one :class:`JoinInstance` per grouping key (``route_key``)."""
+
+    def __init__(self, config: ProcessorConfig) -> None:
+        self.config = config
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.blob = handle.getListState("engine", CHUNK_SCHEMA)
+
+    # ------------------------------------------------------------------ state
+    def _load(self, route_key: int) -> JoinInstance:
+        if not self.blob.exists():
+            return JoinInstance(self.config.instance, route_key, time.perf_counter)
+        data = b"".join(bytes(row[0]) for row in self.blob.get())
+        return JoinInstance.load(self.config.instance, route_key, data, time.perf_counter)
+
+    def _save(self, inst: JoinInstance) -> None:
+        data = inst.dump()
+        size = self.config.chunk_bytes
+        self.blob.put([(data[i:i + size],) for i in range(0, len(data), size)])
+
+    def _arm(self, now_ms: int) -> None:
+        for t in list(self.handle.listTimers()):
+            self.handle.deleteTimer(t)
+        self.handle.registerTimer(now_ms + self.config.idle_flush_ms)
+
+    # ------------------------------------------------------------------ callbacks
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],
+                        timerValues: TimerValues) -> Iterator[pd.DataFrame]:
+        route_key = int(key[0])
+        frames = [f for f in rows if len(f)]
+        if not frames:
+            return
+        inst = self._load(route_key)
+        out = inst.process(pd.concat(frames, ignore_index=True))
+        self._save(inst)
+        self._arm(timerValues.getCurrentProcessingTimeInMs())
+        yield from out
+
+    def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
+                           expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
+        now = timerValues.getCurrentProcessingTimeInMs()
+        if now - expiredTimerInfo.getExpiryTimeInMs() > self.config.stale_ms:
+            self._arm(now)  # the job was down: wait for input to show up again
+            return
+        if not self.blob.exists():
+            return
+        inst = self._load(int(key[0]))
+        out = inst.flush()
+        self._save(inst)
+        yield from out
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,203 @@
+"""Run the job: resolve its config, start the query, watch progress, stop when idle.
+
+``--until-idle S`` stops the query once no micro-batch has read input for S seconds —
+and, in join mode, once a micro-batch has run at least ``idle_flush_ms`` after the last
+input, i.e. once the idle-flush timers have fired and their results are in Kafka.
+Progress is logged every ``log_every_s`` seconds (batches, input rows, outputs by kind).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from connectors.serde import AvroSerde
+from connectors.admin import ensure_topics
+from pipeline.config import Settings
+from pipeline.errors import ConfigError, JobFailedError
+from pipeline.logging import get_logger
+from pipeline.spark.job import JobConfig, Mode, start_job
+from pipeline.spec import Spec
+
+log = get_logger(__name__)
+
+
+@dataclass
+class JobReport:
+    """What one run did (printed as JSON by ``harvest submit``)."""
+
+    batches: int = 0
+    input_rows: int = 0
+    results: int = 0
+    metrics: int = 0
+    deadletters: int = 0
+    seconds: float = 0.0
+    stopped: str = "running"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict."""
+        return asdict(self)
+
+
+def java_client_options(settings: Settings) -> dict[str, str]:
+    """Kafka Java-client security options (``kafka.``-prefixed by the caller)."""
+    opts: dict[str, str] = {}
+    if settings.security_protocol != "PLAINTEXT":
+        opts["security.protocol"] = settings.security_protocol
+    if settings.sasl_mechanism:
+        opts["sasl.mechanism"] = settings.sasl_mechanism
+    if settings.sasl_username and settings.sasl_password is not None:
+        module = ("org.apache.kafka.common.security.scram.ScramLoginModule"
+                  if (settings.sasl_mechanism or "").upper().startswith("SCRAM")
+                  else "org.apache.kafka.common.security.plain.PlainLoginModule")
+        opts["sasl.jaas.config"] = (
+            f'{module} required username="{settings.sasl_username}" '
+            f'password="{settings.sasl_password.get_secret_value()}";'
+        )
+    return opts
+
+
+def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
+               checkpoint: str | None = None, topic_prefix: str | None = None,
+               workload: str | None = None) -> JobConfig:
+    """Resolve spec ``[job]`` + settings + CLI overrides (CLI > spec > settings)."""
+    prefix = topic_prefix or spec.job.topic_prefix
+    if topic_prefix is None and spec.job.topic_prefix == "harvest":
+        prefix = settings.topic_prefix
+    resolved_mode: Mode = mode or spec.job.mode
+    ck = checkpoint or spec.job.checkpoint or str(
+        settings.cache_dir / "checkpoints" / f"{prefix}-{resolved_mode}")
+    return JobConfig(
+        spec=spec, mode=resolved_mode, bootstrap=settings.resolved_bootstrap(),
+        topic_prefix=prefix, workload=workload or spec.job.workload,
+        checkpoint=str(Path(ck).absolute()),
+        client_options=java_client_options(settings),
+        idle_flush_ms=spec.job.idle_flush_ms,
+    )
+
+
+def check_until_idle(cfg: JobConfig, until_idle_s: float | None) -> None:
+    """``--until-idle`` must leave room for the idle flush (join mode)."""
+    if until_idle_s is None or cfg.mode != "join":
+        return
+    need = (cfg.idle_flush_ms + cfg.spec.job.trigger_ms) / 1000.0
+    if until_idle_s <= need:
+        raise ConfigError(
+            f"--until-idle: {until_idle_s:g} s must exceed job.idle_flush_ms + job.trigger_ms "
+            f"= {need:g} s, or the idle flush would be cut off"
+        )
+
+
+def _ts_ms(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000.0
+
+
+class ProgressWatch:
+    """Accumulates query progress events (each batch once) into a :class:`JobReport`."""
+
+    def __init__(self, report: JobReport) -> None:
+        self.report = report
+        self.seen: set[int] = set()
+        self.last_input_ms: float | None = None  # batch timestamp of the last input
+        self.last_batch_ms: float | None = None  # timestamp of the newest completed batch
+
+    def update(self, progresses: list[Any]) -> bool:
+        """Fold new progress events in; True if one of them read input."""
+        got_input = False
+        for p in progresses:
+            if p.batchId in self.seen:
+                continue
+            self.seen.add(p.batchId)
+            r = self.report
+            r.batches += 1
+            r.input_rows += int(p.numInputRows)
+            out: Mapping[str, Any] = p.observedMetrics.get("out") or {}
+            if out:
+                r.results += int(out["results"])
+                r.metrics += int(out["metrics"])
+                r.deadletters += int(out["deadletters"])
+            ts = _ts_ms(p.timestamp)
+            self.last_batch_ms = max(self.last_batch_ms or ts, ts)
+            if int(p.numInputRows) > 0:
+                got_input = True
+                self.last_input_ms = max(self.last_input_ms or ts, ts)
+        return got_input
+
+    def flushed(self, idle_flush_ms: int) -> bool:
+        """A batch ran at least ``idle_flush_ms`` after the last batch with input."""
+        if self.last_input_ms is None or self.last_batch_ms is None:
+            return True
+        return self.last_batch_ms >= self.last_input_ms + idle_flush_ms
+
+
+def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
+          clock: Callable[[], float] = time.monotonic, poll_s: float = 0.5,
+          log_every_s: float = 10.0) -> JobReport:
+    """Poll the query until it fails, is stopped, or (``until_idle_s``) goes idle."""
+    report = JobReport()
+    w = ProgressWatch(report)
+    start = clock()
+    idle_since: float | None = None
+    next_log = start + log_every_s
+    try:
+        while query.isActive:
+            now = clock()
+            progresses = list(query.recentProgress)
+            # the idle clock starts with the first batch and restarts on every input
+            if progresses and (w.update(progresses) or idle_since is None):
+                idle_since = now
+            if now >= next_log:
+                log.info("job progress", **report.to_json(), idle_s=round(
+                    now - idle_since, 1) if idle_since is not None else None)
+                next_log = now + log_every_s
+            if (until_idle_s is not None and idle_since is not None
+                    and now - idle_since >= until_idle_s
+                    and (cfg.mode != "join" or w.flushed(cfg.idle_flush_ms))
+                    and not query.status["isTriggerActive"]):
+                report.stopped = f"idle for {until_idle_s:g} s"
+                break
+            time.sleep(poll_s)
+        else:
+            report.stopped = "query terminated"
+    except KeyboardInterrupt:
+        report.stopped = "interrupted"
+    finally:
+        exc = query.exception()
+        query.stop()
+        w.update(list(query.recentProgress))
+        report.seconds = round(clock() - start, 2)
+    if exc is not None:
+        raise JobFailedError(f"streaming query {query.name!r} failed: {exc}")
+    return report
+
+
+def prepare_topics(cfg: JobConfig, settings: Settings) -> None:
+    """Create the input and output topics that do not exist yet (one partition each)."""
+    ensure_topics(cfg.bootstrap, [*cfg.input_topics, *cfg.output_topics],
+                  client_config=settings.kafka_client_config())
+
+
+def submit(spark: SparkSession, cfg: JobConfig, settings: Settings,
+           until_idle_s: float | None) -> JobReport:
+    """Create topics, start the job and watch it; returns the run's report."""
+    check_until_idle(cfg, until_idle_s)
+    serde = AvroSerde.from_dir(settings.schemas_dir)
+    prepare_topics(cfg, settings)
+    log.info("job starting", **{k: v for k, v in cfg.snapshot().items() if k != "spec"})
+    query = start_job(spark, cfg, serde)
+    report = watch(query, cfg, until_idle_s)
+    log.info("job stopped", **report.to_json())
+    return report
+
+
+def report_line(report: JobReport) -> str:
+    """The JSON line ``harvest submit`` prints on stdout."""
+    return json.dumps(report.to_json(), sort_keys=True)

@@ -1,0 +1,86 @@
+"""Root test fixtures.
+
+``kafka_bootstrap`` (session) finds a real broker, in the order of DESIGN §3:
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` when set (checked to answer within 30 s);
+2. testcontainers' Kafka module when a Docker engine answers a 1-second ``/_ping``;
+3. the local broker from ``infra/`` (:class:`connectors.broker.LocalKafka`, i.e.
+   `harvest kafka up`): started if needed, and stopped at session end only if this
+   session started it.
+
+It reports which one it used on the terminal and in the summary. ``topic_prefix`` gives
+every test its own topic prefix so tests sharing the broker never see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from connectors.admin import wait_for_broker
+from connectors.broker import LocalKafka
+from connectors.broker_config import BrokerConfig
+from connectors.docker_probe import docker_engine_answers
+from pipeline.config import load_settings
+
+_KAFKA_SOURCES: list[str] = []
+
+
+def _announce(request: pytest.FixtureRequest, text: str) -> None:
+    """Print which broker the session uses now (visible without -s) and in the summary."""
+    _KAFKA_SOURCES.append(text)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"\nkafka_bootstrap: {text}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Repeat the broker choice at the end of the run."""
+    for text in _KAFKA_SOURCES:
+        terminalreporter.write_line(f"kafka_bootstrap: {text}")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Bootstrap servers of a real Kafka broker for tests marked ``kafka``."""
+    from_env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if from_env:
+        wait_for_broker(from_env, timeout=30.0)
+        _announce(request, f"{from_env} (from KAFKA_BOOTSTRAP_SERVERS)")
+        yield from_env
+        return
+
+    if docker_engine_answers(os.environ.get("DOCKER_HOST"), timeout=1.0):
+        from testcontainers.community.kafka import KafkaContainer
+
+        container = KafkaContainer().with_kraft()
+        container.start()
+        try:
+            bootstrap = container.get_bootstrap_server()
+            wait_for_broker(bootstrap, timeout=60.0)
+            _announce(request, f"{bootstrap} (testcontainers {container.image})")
+            yield bootstrap
+        finally:
+            container.stop()
+        return
+
+    broker = LocalKafka(BrokerConfig.from_settings(load_settings()))
+    was_running = broker.status().running
+    status = broker.up()
+    assert status.bootstrap is not None
+    how = "already running" if was_running else "started for this session"
+    _announce(request, f"{status.bootstrap} (local broker, {how}; pid {status.pid})")
+    try:
+        yield status.bootstrap
+    finally:
+        if not was_running:
+            broker.down()
+
+
+@pytest.fixture
+def topic_prefix() -> str:
+    """A topic prefix unique to this test, e.g. ``t1a2b3c4d``."""
+    return f"t{uuid.uuid4().hex[:8]}"

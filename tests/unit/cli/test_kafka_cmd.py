@@ -1,0 +1,63 @@
+"""`harvest kafka up|down|status` without a broker: exit codes and messages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli.main import main
+
+
+@pytest.fixture
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HARVEST_CACHE_DIR pointing at an empty dir: no jars, no broker state."""
+    monkeypatch.setenv("HARVEST_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HARVEST_BOOTSTRAP_SERVERS", raising=False)
+    return tmp_path
+
+
+def test_console_script_up_without_jars_says_make_jars(empty_cache: Path) -> None:
+    env = {**os.environ, "HARVEST_CACHE_DIR": str(empty_cache)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.main", "kafka", "up"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )
+    assert done.returncode == 1
+    assert "make jars" in done.stderr
+    assert "InfraError" in done.stderr
+    assert not (empty_cache / "kafka" / "kafka.pid").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "stdout"),
+    [
+        (["kafka", "status"], 3, "kafka: stopped"),
+        (["kafka", "down"], 0, "kafka: was not running"),
+    ],
+)
+def test_status_and_down_without_a_broker(
+    empty_cache: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: int, stdout: str
+) -> None:
+    assert main(argv) == code
+    assert stdout in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["kafka", "up", "--timeout", "0"], "'0'"),
+        (["kafka", "up", "--timeout", "soon"], "'soon'"),
+        (["kafka", "restart"], "'restart'"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_value(
+    empty_cache: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert needle in capsys.readouterr().err
