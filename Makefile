@@ -27,6 +27,7 @@ $(JARS)/.stamp: infra/maven/pom.xml
 	rm -rf $(JARS)/kafka $(JARS)/spark
 	mvn -q -B -f infra/maven/pom.xml -Pkafka dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS))/kafka -DincludeScope=runtime
 	mvn -q -B -f infra/maven/pom.xml -Pspark dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS))/spark -DincludeScope=runtime
+	@echo "jars: $$(ls $(JARS)/kafka | wc -l) in $(JARS)/kafka, $$(ls $(JARS)/spark | wc -l) in $(JARS)/spark"
 	@touch $@
 
 jars: $(JARS)/.stamp ## Fetch Kafka broker + Spark connector jars with Maven (cached)

@@ -23,11 +23,13 @@ from typing import Any
 import fastavro
 import fastavro.schema as avro_schema
 
+from connectors.avro_batch import FastPathUnsupported, FlatRecordEncoder
 from pipeline.errors import SchemaNotFoundError, SerializationError
 
 MAGIC = b"\xc3\x01"
 HEADER_LEN = 10  # 2 marker bytes + 8 fingerprint bytes
 NAMESPACE = "harvest"
+_BATCH = 1000  # records per vectorized encoding batch (keeps the arrays in cache)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class SchemaEntry:
     canonical: str
     schema_json: str
     parsed: Any
+    batch_encoder: FlatRecordEncoder | None = None
 
     @property
     def header(self) -> bytes:
@@ -116,6 +119,7 @@ class AvroSerde:
             canonical=canonical,
             schema_json=json.dumps(schema),
             parsed=parsed,
+            batch_encoder=FlatRecordEncoder.for_schema(schema),
         )
         known = self._by_fingerprint.get(entry.fingerprint)
         if known is not None and known.name != name:
@@ -191,15 +195,28 @@ class AvroSerde:
             ) from exc
         return buf.getvalue()
 
-    def encode_many(self, name: str, records: Iterable[Mapping[str, Any]]) -> list[bytes]:
-        """Encode a batch with one schema look-up (the fast path for producers)."""
+    def encode_many(
+        self, name: str, records: Iterable[Mapping[str, Any]], *, first_index: int = 0
+    ) -> list[bytes]:
+        """Encode a batch; byte-identical to :meth:`encode` per record, but much faster for
+        flat schemas (vectorized, :mod:`connectors.avro_batch`). A bad record raises
+        :class:`SerializationError` naming its index (counted from ``first_index``)."""
         entry = self.entry(name)
+        batch = records if isinstance(records, list) else list(records)
+        if entry.batch_encoder is not None:
+            try:
+                encoded: list[bytes] = []
+                for lo in range(0, len(batch), _BATCH):
+                    encoded += entry.batch_encoder.encode(batch[lo:lo + _BATCH], entry.header)
+                return encoded
+            except FastPathUnsupported:
+                pass  # the per-record path below encodes what it can and names the culprit
         header = entry.header
         parsed = entry.parsed
         writer = fastavro.schemaless_writer
         out: list[bytes] = []
         buf = io.BytesIO()
-        for i, record in enumerate(records):
+        for i, record in enumerate(batch):
             buf.seek(0)
             buf.truncate()
             buf.write(header)
@@ -207,7 +224,8 @@ class AvroSerde:
                 writer(buf, parsed, record)
             except Exception as exc:
                 raise SerializationError(
-                    f"record #{i} does not match schema {name!r}: {type(exc).__name__}: {exc}"
+                    f"record #{first_index + i} does not match schema {name!r}: "
+                    f"{type(exc).__name__}: {exc}"
                 ) from exc
             out.append(buf.getvalue())
         return out

@@ -11,6 +11,7 @@ from pipeline.config import Settings
 # name -> module in bench/ exposing run(quick: bool, results_dir: Path, settings: Settings) -> int
 BENCHMARKS: dict[str, str] = {
     "produce": "bench.produce",
+    "workloads": "bench.workloads",
     "join": "bench.join",
     "disorder": "bench.disorder",
     "grubjoin": "bench.grubjoin",

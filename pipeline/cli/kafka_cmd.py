@@ -20,7 +20,7 @@ log = get_logger(__name__)
 EXIT_NOT_RUNNING = 3
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `kafka` subcommand."""
     p = subparsers.add_parser(
         "kafka",

@@ -56,6 +56,8 @@ _FLAGS = {
     "start_ms": "--start-ms",
 }
 
+_LOG_EVERY_S = 10.0
+
 DISORDER_HELP = (
     "delay model for all streams, or one per stream separated by ';'. Models: none | "
     "exp:mean=MS | zipf:max=MS,skew=Z[,step=MS] (Ji et al.; step default 10) | "
@@ -234,12 +236,17 @@ def _publish(
         task = bar.add_task("produce", total=len(workload), rate="")
         clock = time.monotonic
         t0 = clock()
+        last_log = [t0]
 
         def advance(n: int) -> None:
             done = bar.tasks[task].completed + n
-            elapsed = clock() - t0
+            now = clock()
+            elapsed = now - t0
             rate = f"{done / elapsed:,.0f} rec/s" if elapsed > 0 else ""
             bar.update(task, advance=n, rate=rate)
+            if not console.is_terminal and now - last_log[0] >= _LOG_EVERY_S:
+                last_log[0] = now  # no live bar (CI, docker): a periodic log line instead
+                log.info("producing", sent=int(done), total=len(workload), rate=rate)
 
         report = publish(
             workload.iter_records(),

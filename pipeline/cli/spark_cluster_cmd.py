@@ -8,7 +8,7 @@ from pipeline.cli.args import positive_int
 from pipeline.config import Settings
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `spark-cluster` subcommand."""
     p = subparsers.add_parser(
         "spark-cluster",

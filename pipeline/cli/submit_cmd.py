@@ -17,7 +17,7 @@ from pipeline.errors import ConfigError
 from pipeline.spec import load_spec
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `submit` subcommand."""
     p = subparsers.add_parser(
         "submit",

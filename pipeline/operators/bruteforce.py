@@ -16,7 +16,8 @@ import numpy as np
 from pipeline.errors import ConfigError
 from pipeline.operators.costmodel import FloatArray, HarvestModel, IntArray
 
-_EPS = 1e-9
+#: relative slack of the feasibility test C ≤ z·C(1) (float rounding only)
+_REL = 1e-9
 _CHUNK = 200_000
 
 
@@ -31,7 +32,7 @@ def exhaustive(model: HarvestModel, z: float) -> tuple[IntArray, float]:
     _check(z)
     arr = model.arrays()
     m = model.m
-    budget = z * model.full_cost()
+    budget = z * model.full_cost() * (1.0 + _REL)
     grids = [_direction_grid(arr.nmax[i]) for i in range(m)]
     sizes = [g.shape[0] for g in grids]
     total = int(np.prod(sizes))
@@ -42,7 +43,7 @@ def exhaustive(model: HarvestModel, z: float) -> tuple[IntArray, float]:
         idx = np.unravel_index(flat, sizes)
         counts = np.stack([grids[i][idx[i]] for i in range(m)], axis=1)
         cost, out = arr.evaluate(counts)
-        out = np.where(cost <= budget + _EPS, out, -1.0)
+        out = np.where(cost <= budget, out, -1.0)
         k = int(np.argmax(out))
         if out[k] > best_o:
             best_o = float(out[k])
@@ -63,7 +64,7 @@ def optimal(model: HarvestModel, z: float) -> tuple[IntArray, float]:
     _check(z)
     arr = model.arrays()
     m = model.m
-    budget = z * model.full_cost()
+    budget = z * model.full_cost() * (1.0 + _REL)
     fixed = float(arr.lam.sum()) * arr.tuple_cost
     # merged front: cost, output, and per-front-member the chosen row index per direction
     f_cost = np.array([fixed])
@@ -81,7 +82,7 @@ def optimal(model: HarvestModel, z: float) -> tuple[IntArray, float]:
         picks = np.concatenate(
             [np.repeat(f_pick, keep.shape[0], axis=0),
              np.tile(keep, f_cost.shape[0])[:, None]], axis=1)
-        ok = tot_c <= budget + _EPS
+        ok = tot_c <= budget
         tot_c, tot_o, picks = tot_c[ok], tot_o[ok], picks[ok]
         front = _pareto(tot_c, tot_o)
         f_cost, f_out, f_pick = tot_c[front], tot_o[front], picks[front]

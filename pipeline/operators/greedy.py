@@ -23,6 +23,8 @@ from pipeline.operators.costmodel import FloatArray, HarvestModel, IntArray
 
 Heuristic = Literal["bdopdc", "bo", "bopc"]
 _EPS = 1e-9
+#: relative slack of the feasibility test C ≤ z·C(1) (float rounding only)
+_REL = 1e-9
 
 
 def _metric(heuristic: Heuristic, c_new: FloatArray, o_new: FloatArray,
@@ -42,7 +44,7 @@ def greedy_forward(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
     arr = model.arrays()
     m = model.m
     nmax = arr.nmax
-    budget = z * model.full_cost()
+    budget = z * model.full_cost() * (1.0 + _REL)
     counts = np.zeros((m, m - 1), dtype=np.int64)
     frozen = np.zeros((m, m - 1), dtype=bool)
     init = np.zeros(m, dtype=bool)
@@ -61,11 +63,11 @@ def greedy_forward(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
         c_tot = fixed + dir_c.sum()
         o_tot = dir_o.sum()
         open_ = init[:, None] & ~frozen & (counts < nmax)
-        feas = c_tot + d_c <= budget + _EPS
+        feas = c_tot + d_c <= budget
         frozen |= open_ & ~feas
         ok = open_ & feas
         score = np.where(ok, _metric(heuristic, c_tot + d_c, o_tot + d_o, d_c, d_o), -1.0)
-        u_ok = ~init & (c_tot + i_c <= budget + _EPS)
+        u_ok = ~init & (c_tot + i_c <= budget)
         u_score = np.where(u_ok, _metric(heuristic, c_tot + i_c, o_tot + i_o, i_c, i_o), -1.0)
         best = int(np.argmax(score))
         bi, bj = divmod(best, m - 1)
@@ -99,7 +101,7 @@ def greedy_reverse(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
     arr = model.arrays()
     m = model.m
     nmax = arr.nmax
-    budget = z * model.full_cost()
+    budget = z * model.full_cost() * (1.0 + _REL)
     fixed = float(arr.lam.sum()) * arr.tuple_cost
     counts = nmax.copy()
     dir_c = np.zeros(m)
@@ -119,7 +121,7 @@ def greedy_reverse(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
 
     for i in range(m):
         refresh(i)
-    while fixed + dir_c.sum() > budget + _EPS:
+    while fixed + dir_c.sum() > budget:
         live = counts > 0
         if not live.any():
             break

@@ -46,6 +46,9 @@ from pipeline.operators.recall_model import ModelConfig, gamma_curve
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
 
+#: weight of the newest interval in the moving average of the arrival rates r_i
+RATE_SMOOTHING = 0.2
+
 
 @dataclass(frozen=True, slots=True)
 class QualityConfig:
@@ -56,7 +59,7 @@ class QualityConfig:
     interval_ms: int
     granularity_ms: int
     windows_ms: tuple[int, ...]
-    late_estimate: LateEstimate = "max"
+    late_estimate: LateEstimate = "mean"
     eq_sel: bool = False
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
 
@@ -96,6 +99,10 @@ class QualityPolicy:
         self.evidence = ProductivityMaps.empty()
         self.monitor = ResultSizeMonitor(config.period_ms, config.interval_ms)
         self.k_ms = 0
+        self.first_ts: list[int | None] = [None] * m  # earliest ts seen per stream
+        self.joined = [0] * m  # tuples of each stream that reached the join this interval
+        self.rates: list[float] | None = None  # smoothed r_i, tuples/s
+        self.n_true_next = 0.0  # N_true(L) of the last interval in which tuples joined
         self.last_boundary: int | None = None
         #: optional injected clock (seconds); when set, rows carry ``adapt_ms``
         self.timer = timer
@@ -108,6 +115,9 @@ class QualityPolicy:
     # ------------------------------------------------------------ engine hooks
     def observe_arrival(self, stream: int, ts: int, delay: int) -> None:
         """Statistics Manager input: raw delay at S_i's K-slack."""
+        first = self.first_ts[stream]
+        if first is None or ts < first:
+            self.first_ts[stream] = ts
         self.stats.observe(stream, ts, delay)
 
     def observe_join(
@@ -115,6 +125,7 @@ class QualityPolicy:
     ) -> None:
         """Profiler + Result-Size Monitor input (Ji et al. Alg. 2, last line)."""
         self.profiler.record(delay, not late, cross, results)
+        self.joined[stream] += 1
         if not late:
             self.monitor.add_results(results)
 
@@ -132,11 +143,15 @@ class QualityPolicy:
         self.last_boundary = now_ms
         summary = self.stats.roll(span)
         maps = self.profiler.roll()
+        self._smooth_rates(summary.rates_per_s)
+        n_true_interval = self._true_results(maps)
+        self.joined = [0] * len(self.joined)
         if maps.tuples > 0:
             self.evidence = maps
+            self.n_true_next = n_true_interval
         produced = self.monitor.produced
-        prod_past, true_past = self.monitor.roll(maps.n_true)
-        n_true_next = self.evidence.n_true
+        prod_past, true_past = self.monitor.roll(n_true_interval)
+        n_true_next = self.n_true_next
         target = instant_recall_target(cfg.recall, prod_past, true_past, n_true_next)
         g = cfg.granularity_ms
         k_max = summary.max_delay_ms // g
@@ -162,12 +177,51 @@ class QualityPolicy:
             "rates_per_s": list(summary.rates_per_s),
             "stat_window": list(summary.widths),
             "results_interval": produced,
-            "n_true_interval": maps.n_true,
+            "n_true_interval": n_true_interval,
             "n_true_next": n_true_next,
         }
         if self.timer is not None:
             row["adapt_ms"] = (self.timer() - start) * 1000.0
         return row
+
+    def _smooth_rates(self, rates_per_s: tuple[float, ...]) -> None:
+        """r_i as an exponential moving average (weight RATE_SMOOTHING) of interval rates."""
+        if self.rates is None:
+            self.rates = list(rates_per_s)
+            return
+        a = RATE_SMOOTHING
+        self.rates = [(1 - a) * old + a * new for old, new in zip(self.rates, rates_per_s, strict=True)]
+
+    def _true_results(self, maps: ProductivityMaps) -> float:
+        """N^⋈_true of the interval: Eq. 1 over the tuples that reached the join.
+
+        sel^⋈ = Σ_d M^⋈[d] / Σ_d M^×[d] (the profiled selectivity up to MaxD^M) times the
+        ideal cross-join volume Σ_i n_i · Π_{j≠i} r_j·W_j of the n_i tuples of S_i that
+        reached the join. Unlike Σ_d M^⋈[d] alone (Ji et al. §IV-C), this also counts the
+        results lost to *incomplete windows* (tuples still buffered or late when a
+        partner probed), so γ(P) is not overestimated. Falls back to Σ_d M^⋈[d] when no
+        cross-join volume was profiled.
+        """
+        tot_x = float(maps.cross.sum())
+        if tot_x <= 0.0 or self.rates is None:
+            return maps.n_true
+        sel = maps.n_true / tot_x
+        # while a stream starts, its window can only hold what has happened so far
+        windows = [
+            0.0 if first is None or local is None else float(min(w, max(local - first, 0)))
+            for w, first, local in zip(
+                self.config.windows_ms, self.first_ts, self.stats.local_time, strict=True
+            )
+        ]
+        per_ms = [r / 1000.0 for r in self.rates]
+        ideal = 0.0
+        for i, n_i in enumerate(self.joined):
+            cross = float(n_i)
+            for j, w in enumerate(windows):
+                if j != i:
+                    cross *= per_ms[j] * w
+            ideal += cross
+        return sel * ideal
 
     # ---------------------------------------------------------------- snapshot
     def snapshot(self) -> dict[str, Any]:
@@ -176,6 +230,10 @@ class QualityPolicy:
             "mode": self.mode,
             "k_ms": self.k_ms,
             "last_boundary": self.last_boundary,
+            "joined": list(self.joined),
+            "first_ts": list(self.first_ts),
+            "rates": None if self.rates is None else list(self.rates),
+            "n_true_next": self.n_true_next,
             "stats": self.stats.snapshot(),
             "profiler": self.profiler.snapshot(),
             "evidence": [
@@ -201,6 +259,11 @@ class QualityPolicy:
         policy = cls(qc)
         try:
             policy.k_ms = int(snap["k_ms"])
+            policy.joined = [int(x) for x in snap["joined"]]
+            policy.first_ts = [None if t is None else int(t) for t in snap["first_ts"]]
+            rates = snap["rates"]
+            policy.rates = None if rates is None else [float(x) for x in rates]
+            policy.n_true_next = float(snap["n_true_next"])
             last = snap["last_boundary"]
             policy.last_boundary = None if last is None else int(last)
             m = len(qc.windows_ms)

@@ -63,9 +63,10 @@ def _cdf_extended(pdf: FloatArray, length: int) -> FloatArray:
     cdf = np.ones(length, dtype=np.float64)
     if total <= 0.0:
         return cdf
-    c = np.cumsum(pdf) / total
+    c = np.minimum(np.cumsum(pdf) / total, 1.0)
+    c[-1] = 1.0  # exact at the top bin (no rounding below 1 once every delay is covered)
     n = min(length, c.shape[0])
-    cdf[:n] = np.minimum(c[:n], 1.0)
+    cdf[:n] = c[:n]
     return cdf
 
 

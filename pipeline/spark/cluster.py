@@ -113,7 +113,9 @@ def java_binary(java_home: Path | None) -> str:
         raise InfraError(f"JAVA_HOME={home} has no bin/java")
     found = shutil.which("java")
     if found is None:
-        raise InfraError("Java 17+ is required to run Spark; apt-get install openjdk-17-jre-headless")
+        raise InfraError(
+            "Java 17+ is required to run Spark; apt-get install openjdk-17-jre-headless"
+        )
     return found
 
 
@@ -274,7 +276,7 @@ class StandaloneCluster:
     def _spawn(self, cmd: list[str], env: dict[str, str], role: str) -> None:
         log_path = self._dir / f"{role}.log"
         with log_path.open("ab") as out:
-            proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            proc = subprocess.Popen(
                 cmd,
                 stdout=out,
                 stderr=subprocess.STDOUT,

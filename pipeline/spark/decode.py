@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import functions as sf
 from pyspark.sql.avro.functions import from_avro
 
 HEADER_LEN = 10
@@ -96,22 +96,22 @@ def kafka_source(
 
 
 def _bin(data: bytes) -> Column:
-    return F.lit(bytearray(data))
+    return sf.lit(bytearray(data))
 
 
 def _topic_stream(cfg: DecodeConfig) -> Column:
     """The stream name a record's topic belongs to (null for an unexpected topic)."""
     pairs: list[Column] = []
     for topic, stream in zip(cfg.topics, cfg.streams, strict=True):
-        pairs += [F.lit(topic), F.lit(stream)]
-    return F.create_map(*pairs)[F.col("topic")]
+        pairs += [sf.lit(topic), sf.lit(stream)]
+    return sf.create_map(*pairs)[sf.col("topic")]
 
 
 def _stream_index(cfg: DecodeConfig) -> Column:
     pairs: list[Column] = []
     for i, stream in enumerate(cfg.streams):
-        pairs += [F.lit(stream), F.lit(i)]
-    return F.create_map(*pairs)[F.col("rec.stream")]
+        pairs += [sf.lit(stream), sf.lit(i)]
+    return sf.create_map(*pairs)[sf.col("rec.stream")]
 
 
 def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
@@ -121,51 +121,51 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     unknown fingerprint, undecodable/truncated body, unknown stream, stream/topic
     mismatch, negative event time, arrival before event time).
     """
-    value = F.col("value")
-    size = F.length(value)
-    header_ok = (size >= HEADER_LEN) & (F.substring(value, 1, 2) == _bin(MAGIC))
-    fp_ok = F.substring(value, 3, 8) == _bin(cfg.fingerprint)
-    body = F.expr(f"substring(value, {HEADER_LEN + 1}, length(value) - {HEADER_LEN})")
-    rec = F.when(header_ok & fp_ok, from_avro(body, cfg.schema_json, {"mode": "PERMISSIVE"}))
+    value = sf.col("value")
+    size = sf.length(value)
+    header_ok = (size >= HEADER_LEN) & (sf.substring(value, 1, 2) == _bin(MAGIC))
+    fp_ok = sf.substring(value, 3, 8) == _bin(cfg.fingerprint)
+    body = sf.expr(f"substring(value, {HEADER_LEN + 1}, length(value) - {HEADER_LEN})")
+    rec = sf.when(header_ok & fp_ok, from_avro(body, cfg.schema_json, {"mode": "PERMISSIVE"}))
     df = raw.select(
         "topic", "partition", "offset", "key",
-        F.coalesce(value, _bin(b"")).alias("raw"),
+        sf.coalesce(value, _bin(b"")).alias("raw"),
         rec.alias("rec"),
         header_ok.alias("_header_ok"),
         fp_ok.alias("_fp_ok"),
     )
     expected_stream = _topic_stream(cfg)
     reason = (
-        F.when(F.col("raw") == _bin(b""), F.lit("empty record value"))
-        .when(F.length("raw") < HEADER_LEN,
-              F.format_string("short record: %d bytes < %d-byte single-object header",
-                              F.length("raw"), F.lit(HEADER_LEN)))
-        .when(~F.col("_header_ok"),
-              F.concat(F.lit("bad single-object marker "),
-                       F.lower(F.hex(F.substring("raw", 1, 2))), F.lit(" (expected c301)")))
-        .when(~F.col("_fp_ok"),
-              F.concat(F.lit("unknown writer schema fingerprint "),
-                       F.lower(F.hex(F.substring("raw", 3, 8))),
-                       F.lit(f" (expected {cfg.fingerprint.hex()} = {cfg.schema_name})")))
-        .when(F.col("rec").isNull() | F.col("rec.stream").isNull(),
-              F.format_string("undecodable %s body of %d bytes (truncated or corrupt Avro)",
-                              F.lit(cfg.schema_name), F.length("raw") - HEADER_LEN))
+        sf.when(sf.col("raw") == _bin(b""), sf.lit("empty record value"))
+        .when(sf.length("raw") < HEADER_LEN,
+              sf.format_string("short record: %d bytes < %d-byte single-object header",
+                              sf.length("raw"), sf.lit(HEADER_LEN)))
+        .when(~sf.col("_header_ok"),
+              sf.concat(sf.lit("bad single-object marker "),
+                       sf.lower(sf.hex(sf.substring("raw", 1, 2))), sf.lit(" (expected c301)")))
+        .when(~sf.col("_fp_ok"),
+              sf.concat(sf.lit("unknown writer schema fingerprint "),
+                       sf.lower(sf.hex(sf.substring("raw", 3, 8))),
+                       sf.lit(f" (expected {cfg.fingerprint.hex()} = {cfg.schema_name})")))
+        .when(sf.col("rec").isNull() | sf.col("rec.stream").isNull(),
+              sf.format_string("undecodable %s body of %d bytes (truncated or corrupt Avro)",
+                              sf.lit(cfg.schema_name), sf.length("raw") - HEADER_LEN))
         .when(_stream_index(cfg).isNull(),
-              F.format_string(f"unknown stream '%s' (spec streams: {','.join(cfg.streams)})",
-                              F.col("rec.stream")))
-        .when(expected_stream.isNotNull() & (F.col("rec.stream") != expected_stream),
-              F.format_string("stream %s read from topic %s of stream %s",
-                              F.col("rec.stream"), F.col("topic"), expected_stream))
-        .when(F.col("rec.seq").isNull() | F.col("rec.event_time").isNull()
-              | F.col("rec.arrival_time").isNull(),
-              F.lit("missing seq, event_time or arrival_time"))
-        .when(F.col("rec.event_time") < 0,
-              F.format_string("negative event_time %d", F.col("rec.event_time")))
-        .when(F.col("rec.arrival_time") < F.col("rec.event_time"),
-              F.format_string("arrival_time %d before event_time %d",
-                              F.col("rec.arrival_time"), F.col("rec.event_time")))
+              sf.format_string(f"unknown stream '%s' (spec streams: {','.join(cfg.streams)})",
+                              sf.col("rec.stream")))
+        .when(expected_stream.isNotNull() & (sf.col("rec.stream") != expected_stream),
+              sf.format_string("stream %s read from topic %s of stream %s",
+                              sf.col("rec.stream"), sf.col("topic"), expected_stream))
+        .when(sf.col("rec.seq").isNull() | sf.col("rec.event_time").isNull()
+              | sf.col("rec.arrival_time").isNull(),
+              sf.lit("missing seq, event_time or arrival_time"))
+        .when(sf.col("rec.event_time") < 0,
+              sf.format_string("negative event_time %d", sf.col("rec.event_time")))
+        .when(sf.col("rec.arrival_time") < sf.col("rec.event_time"),
+              sf.format_string("arrival_time %d before event_time %d",
+                              sf.col("rec.arrival_time"), sf.col("rec.event_time")))
     )
-    fields = [F.col(f"rec.{n}").alias(n) for n in cfg.field_names]
+    fields = [sf.col(f"rec.{n}").alias(n) for n in cfg.field_names]
     return df.select(
         "topic", "partition", "offset", "key", "raw",
         reason.alias("reason"),
@@ -174,14 +174,7 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     )
 
 
-def valid_records(decoded: DataFrame, cfg: DecodeConfig) -> DataFrame:
-    """The envelope stream: decoded rows without a reason."""
-    cols = ["stream_idx", *cfg.field_names]
-    return decoded.where(F.col("reason").isNull()).select(*cols)
-
-
-def rejected_records(decoded: DataFrame) -> DataFrame:
-    """The rows for the dead-letter topic (``reason, topic, partition, offset, raw``)."""
-    return decoded.where(F.col("reason").isNotNull()).select(
-        "reason", "topic", "partition", "offset", "key", "raw"
-    )
+def envelope(decoded: DataFrame, cfg: DecodeConfig) -> DataFrame:
+    """The rows the join stage takes: ``stream_idx`` + record fields + ``dl_key, dl_value``
+    (non-null only on rejected rows, which carry no valid fields)."""
+    return decoded.select("stream_idx", *cfg.field_names, "dl_key", "dl_value")

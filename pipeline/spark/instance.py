@@ -35,10 +35,11 @@ OUTPUT_DDL = (
     "emit_time long, time long, wall_time long, z double, harvest_fractions string, "
     "k_ms long, recall_target double, instant_recall_target double, "
     "estimated_recall double, measured_recall double, rate_in double, rate_out double, "
-    "queue_drops long, state_size long, extra string"
+    "queue_drops long, state_size long, extra string, dl_key binary, dl_value binary"
 )
 OUTPUT_COLUMNS = tuple(part.strip().split(" ")[0] for part in OUTPUT_DDL.split(","))
 TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input"
+DEADLETTER_KEY = -1  # route key of rejected input rows: passed through as kind=deadletter
 _METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall",
                 "measured_recall", "queue_drops")
 
@@ -49,7 +50,9 @@ def effective_shedding(spec: Spec) -> SheddingSpec:
     try:
         return SheddingSpec.model_validate(data)
     except ValueError as exc:
-        raise ConfigError(f"job.budget: {spec.job.budget!r} does not fit [shedding]: {exc}") from exc
+        raise ConfigError(
+            f"job.budget: {spec.job.budget!r} does not fit [shedding]: {exc}"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ class JoinInstance:
         for t in sorted(merged):
             row = merged[t]
             last_t = self.meta.get("last_time")
-            span_s = (t - last_t) / 1000.0 if last_t is not None and t > last_t else math.nan
+            span_s = (t - last_t) / 1000.0 if last_t is not None and t > last_t else 0.0
             d_in = stats.inputs - int(self.meta.get("last_inputs", 0))
             d_out = stats.results - int(self.meta.get("last_results", 0))
             self.meta.update(last_time=t, last_inputs=stats.inputs, last_results=stats.results)
@@ -232,8 +235,8 @@ class JoinInstance:
                 "instant_recall_target": _opt_float(row.get("instant_recall_target")),
                 "estimated_recall": _opt_float(row.get("estimated_recall")),
                 "measured_recall": _opt_float(row.get("measured_recall")),
-                "rate_in": d_in / span_s if span_s == span_s and span_s > 0 else 0.0,
-                "rate_out": d_out / span_s if span_s == span_s and span_s > 0 else 0.0,
+                "rate_in": d_in / span_s if span_s > 0 else 0.0,
+                "rate_out": d_out / span_s if span_s > 0 else 0.0,
                 "queue_drops": int(row.get("queue_drops", stats.dropped)),
                 "state_size": self.state_size(),
                 "extra": json.dumps(extra),
@@ -255,6 +258,14 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         if col not in frame.columns:
             frame[col] = None
     return frame[list(OUTPUT_COLUMNS)]
+
+
+def dead_letter_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rejected input rows (routed to :data:`DEADLETTER_KEY`) → ``kind=deadletter`` rows."""
+    frame = _frame([{"kind": "deadletter"}] * len(rows))
+    frame["dl_key"] = rows["dl_key"].to_numpy()
+    frame["dl_value"] = rows["dl_value"].to_numpy()
+    return frame
 
 
 def result_frame(results: list[JoinResult], instance: str, emit_ms: int) -> pd.DataFrame:

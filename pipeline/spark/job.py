@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import functions as sf
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -33,17 +33,11 @@ from connectors.serde import AvroSerde
 from connectors.topics import deadletter_topic, input_topic, metrics_topic, results_topic
 from connectors.workloads.registry import schema_for
 from pipeline.routing import Router, RouterConfig
-from pipeline.spark.decode import (
-    DecodeConfig,
-    decode,
-    kafka_source,
-    rejected_records,
-    valid_records,
-)
-from pipeline.spark.instance import OUTPUT_DDL, TICK_STREAM, InstanceConfig
+from pipeline.spark.decode import DecodeConfig, decode, envelope, kafka_source
+from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, TICK_STREAM, InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.spark.sinks import (
-    dead_letter_rows,
+    dead_letter_value,
     passthrough_rows,
     single_object,
     start_kafka_sink,
@@ -106,12 +100,20 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
         for pdf in batches:
             if pdf.empty:
                 continue
-            keys = pdf[key_attribute].to_numpy() if key_attribute else None
-            rows, route_keys = r.route_batch(pdf["stream_idx"].to_numpy(),
-                                             pdf["event_time"].to_numpy(), keys)
-            out = pdf.iloc[rows].reset_index(drop=True)
-            out["route_key"] = route_keys.astype(np.int32)
             seen = True
+            rejected = pdf["dl_value"].notna()
+            if rejected.any():
+                dead = pdf[rejected].reset_index(drop=True)
+                dead["route_key"] = np.int32(DEADLETTER_KEY)
+                yield dead
+            ok = pdf[~rejected]
+            if ok.empty:
+                continue
+            keys = ok[key_attribute].to_numpy() if key_attribute else None
+            rows, route_keys = r.route_batch(ok["stream_idx"].to_numpy(np.int64),
+                                             ok["event_time"].to_numpy(np.int64), keys)
+            out = ok.iloc[rows].reset_index(drop=True)
+            out["route_key"] = route_keys.astype(np.int32)
             yield out
         if seen:
             g = r.config.groups
@@ -130,36 +132,40 @@ def _routed(valid: DataFrame, spec: Spec) -> DataFrame:
     schema = StructType([*valid.schema.fields,
                          StructField("route_key", IntegerType(), False)])
     fn = route_function(router.snapshot(), tuple(valid.columns), router.key_attribute)
-    return valid.mapInPandas(fn, schema)  # type: ignore[arg-type]
+    return valid.mapInPandas(fn, schema)
 
 
 def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFrame:
     """Processor rows → Kafka rows: results as join_result, metrics as operator_metrics."""
-    results, metrics, _ = cfg.output_topics
-    is_result = F.col("kind") == "result"
-    result_rec = F.struct(
-        F.col("id"), F.col("result_time"),
-        F.from_json(F.col("members"), MEMBERS_TYPE).alias("members"),
-        F.col("instance"), F.col("emit_time"),
+    results, metrics, deadletters = cfg.output_topics
+    kind = sf.col("kind")
+    is_result = kind == "result"
+    result_rec = sf.struct(
+        sf.col("id"), sf.col("result_time"),
+        sf.from_json(sf.col("members"), MEMBERS_TYPE).alias("members"),
+        sf.col("instance"), sf.col("emit_time"),
     )
-    metric_rec = F.struct(
-        F.col("time"), F.col("wall_time"), F.col("instance"), F.col("z"),
-        F.from_json(F.col("harvest_fractions"), "array<double>").alias("harvest_fractions"),
-        F.col("k_ms"), F.col("recall_target"), F.col("instant_recall_target"),
-        F.col("estimated_recall"), F.col("measured_recall"), F.col("rate_in"),
-        F.col("rate_out"), F.col("queue_drops"), F.col("state_size"),
-        F.from_json(F.col("extra"), "map<string,double>").alias("extra"),
+    metric_rec = sf.struct(
+        sf.col("time"), sf.col("wall_time"), sf.col("instance"), sf.col("z"),
+        sf.from_json(sf.col("harvest_fractions"), "array<double>").alias("harvest_fractions"),
+        sf.col("k_ms"), sf.col("recall_target"), sf.col("instant_recall_target"),
+        sf.col("estimated_recall"), sf.col("measured_recall"), sf.col("rate_in"),
+        sf.col("rate_out"), sf.col("queue_drops"), sf.col("state_size"),
+        sf.from_json(sf.col("extra"), "map<string,double>").alias("extra"),
     )
-    value: Column = F.when(
-        is_result,
-        single_object(result_rec, serde.header("join_result"), serde.schema_json("join_result")),
-    ).otherwise(
-        single_object(metric_rec, serde.header("operator_metrics"),
-                      serde.schema_json("operator_metrics"))
+    value: Column = (
+        sf.when(is_result, single_object(result_rec, serde.header("join_result"),
+                                        serde.schema_json("join_result")))
+        .when(kind == "metric", single_object(metric_rec, serde.header("operator_metrics"),
+                                              serde.schema_json("operator_metrics")))
+        .otherwise(sf.col("dl_value"))
     )
     return out.select(
-        F.when(is_result, F.lit(results)).otherwise(F.lit(metrics)).alias("topic"),
-        F.when(is_result, F.col("id")).otherwise(F.col("instance")).cast("binary").alias("key"),
+        sf.when(is_result, sf.lit(results)).when(kind == "metric", sf.lit(metrics))
+        .otherwise(sf.lit(deadletters)).alias("topic"),
+        sf.when(is_result, sf.col("id").cast("binary"))
+        .when(kind == "metric", sf.col("instance").cast("binary"))
+        .otherwise(sf.col("dl_key")).alias("key"),
         value.alias("value"),
     )
 
@@ -170,21 +176,20 @@ def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
     dcfg = decode_config(cfg, serde)
     raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
                        cfg.client_options)
-    decoded = decode(raw, dcfg)
     results, _, deadletters = cfg.output_topics
-    dead = dead_letter_rows(rejected_records(decoded), deadletters,
-                            serde.header("dead_letter"), serde.schema_json("dead_letter"))
-    valid = valid_records(decoded, dcfg)
+    decoded = decode(raw, dcfg).select(
+        "*", sf.col("key").alias("dl_key"),
+        dead_letter_value(serde.header("dead_letter"), serde.schema_json("dead_letter"))
+        .alias("dl_value"),
+    )
     if cfg.mode == "passthrough":
-        main = passthrough_rows(valid, dcfg.field_names, results,
+        return passthrough_rows(decoded, dcfg.field_names, (results, deadletters),
                                 serde.header(dcfg.schema_name), dcfg.schema_json)
-    else:
-        pconf = ProcessorConfig(InstanceConfig.from_spec(cfg.spec, dcfg.attribute_names),
-                                idle_flush_ms=cfg.idle_flush_ms)
-        joined = _routed(valid, cfg.spec).groupBy("route_key").transformWithStateInPandas(
-            JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")
-        main = _encode_outputs(joined, cfg, serde)
-    return main.unionByName(dead)
+    pconf = ProcessorConfig(InstanceConfig.from_spec(cfg.spec, dcfg.attribute_names),
+                            idle_flush_ms=cfg.idle_flush_ms)
+    joined = _routed(envelope(decoded, dcfg), cfg.spec).groupBy("route_key") \
+        .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")
+    return _encode_outputs(joined, cfg, serde)
 
 
 def observed(rows: DataFrame, cfg: JobConfig) -> DataFrame:
@@ -192,9 +197,9 @@ def observed(rows: DataFrame, cfg: JobConfig) -> DataFrame:
     results, metrics, deadletters = cfg.output_topics
     return rows.observe(
         "out",
-        F.count(F.when(F.col("topic") == results, 1)).alias("results"),
-        F.count(F.when(F.col("topic") == metrics, 1)).alias("metrics"),
-        F.count(F.when(F.col("topic") == deadletters, 1)).alias("deadletters"),
+        sf.count(sf.when(sf.col("topic") == results, 1)).alias("results"),
+        sf.count(sf.when(sf.col("topic") == metrics, 1)).alias("metrics"),
+        sf.count(sf.when(sf.col("topic") == deadletters, 1)).alias("deadletters"),
     )
 
 

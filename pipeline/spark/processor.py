@@ -26,7 +26,12 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from pipeline.spark.instance import InstanceConfig, JoinInstance
+from pipeline.spark.instance import (
+    DEADLETTER_KEY,
+    InstanceConfig,
+    JoinInstance,
+    dead_letter_frame,
+)
 
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
 
@@ -80,11 +85,16 @@ class JoinProcessor(StatefulProcessor):
         self.handle.registerTimer(now_ms + self.config.idle_flush_ms)
 
     # ------------------------------------------------------------------ callbacks
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],
+    def handleInputRows(  # noqa: N802 - Spark API name
+        self, key: Any, rows: Iterator[pd.DataFrame],
                         timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         route_key = int(key[0])
         frames = [f for f in rows if len(f)]
         if not frames:
+            return
+        if route_key == DEADLETTER_KEY:  # rejected input: no state, no timer
+            for f in frames:
+                yield dead_letter_frame(f)
             return
         inst = self._load(route_key)
         out = inst.process(pd.concat(frames, ignore_index=True))
@@ -92,7 +102,8 @@ class JoinProcessor(StatefulProcessor):
         self._arm(timerValues.getCurrentProcessingTimeInMs())
         yield from out
 
-    def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
+    def handleExpiredTimer(  # noqa: N802 - Spark API name
+        self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
         now = timerValues.getCurrentProcessingTimeInMs()
         if now - expiredTimerInfo.getExpiryTimeInMs() > self.config.stale_ms:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import functions as sf
 from pyspark.sql.avro.functions import to_avro
 from pyspark.sql.streaming import StreamingQuery
 
@@ -19,43 +19,41 @@ KAFKA_COLUMNS = ("topic", "key", "value")
 
 def single_object(record: Column, header: bytes, schema_json: str) -> Column:
     """``header`` (``C3 01`` + fingerprint) followed by the Avro body of ``record``."""
-    return F.concat(F.lit(bytearray(header)), to_avro(record, schema_json))
+    return sf.concat(sf.lit(bytearray(header)), to_avro(record, schema_json))
 
 
 def wall_ms() -> Column:
     """The micro-batch's wall-clock time in ms (``current_timestamp`` is fixed per batch)."""
-    return F.unix_millis(F.current_timestamp())
+    return sf.unix_millis(sf.current_timestamp())
 
 
-def dead_letter_rows(
-    rejected: DataFrame, topic: str, header: bytes, schema_json: str
-) -> DataFrame:
-    """Rejected input rows → ``dead_letter`` records (reason, source topic/partition/offset,
-    the original bytes, dead-letter time), keyed by the original key."""
-    record = F.struct(
-        F.col("reason").alias("reason"),
-        F.col("topic").alias("topic"),
-        F.col("partition").cast("int").alias("partition"),
-        F.col("offset").cast("long").alias("offset"),
-        F.col("raw").alias("raw"),
+def dead_letter_value(header: bytes, schema_json: str) -> Column:
+    """A decoded row's ``dead_letter`` record (reason, source topic/partition/offset, the
+    original bytes, dead-letter wall time) as single-object bytes; null for valid rows."""
+    record = sf.struct(
+        sf.col("reason").alias("reason"),
+        sf.col("topic").alias("topic"),
+        sf.col("partition").cast("int").alias("partition"),
+        sf.col("offset").cast("long").alias("offset"),
+        sf.col("raw").alias("raw"),
         wall_ms().alias("time"),
     )
-    return rejected.select(
-        F.lit(topic).alias("topic"),
-        F.col("key"),
-        single_object(record, header, schema_json).alias("value"),
-    )
+    return sf.when(sf.col("reason").isNotNull(), single_object(record, header, schema_json))
 
 
-def passthrough_rows(
-    valid: DataFrame, fields: tuple[str, ...], topic: str, header: bytes, schema_json: str
-) -> DataFrame:
-    """Valid input records re-encoded unchanged (same schema) for ``topic``."""
-    record = F.struct(*[F.col(n) for n in fields])
-    return valid.select(
-        F.lit(topic).alias("topic"),
-        F.concat_ws(":", F.col("stream"), F.col("seq").cast("string")).cast("binary").alias("key"),
-        single_object(record, header, schema_json).alias("value"),
+def passthrough_rows(decoded: DataFrame, fields: tuple[str, ...], topics: tuple[str, str],
+                     header: bytes, schema_json: str) -> DataFrame:
+    """Valid records re-encoded unchanged to ``topics[0]`` (key ``stream:seq``); rejected
+    ones as dead letters (``dl_key``, ``dl_value``) to ``topics[1]`` — one projection, so
+    the input is read and decoded once per micro-batch."""
+    ok = sf.col("reason").isNull()
+    record = sf.struct(*[sf.col(n) for n in fields])
+    key = sf.concat_ws(":", sf.col("stream"), sf.col("seq").cast("string")).cast("binary")
+    return decoded.select(
+        sf.when(ok, sf.lit(topics[0])).otherwise(sf.lit(topics[1])).alias("topic"),
+        sf.when(ok, key).otherwise(sf.col("dl_key")).alias("key"),
+        sf.when(ok, single_object(record, header, schema_json))
+        .otherwise(sf.col("dl_value")).alias("value"),
     )
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from connectors.serde import AvroSerde
 from connectors.admin import ensure_topics
+from connectors.serde import AvroSerde
 from pipeline.config import Settings
 from pipeline.errors import ConfigError, JobFailedError
 from pipeline.logging import get_logger
@@ -160,8 +160,7 @@ def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
                 next_log = now + log_every_s
             if (until_idle_s is not None and idle_since is not None
                     and now - idle_since >= until_idle_s
-                    and (cfg.mode != "join" or w.flushed(cfg.idle_flush_ms))
-                    and not query.status["isTriggerActive"]):
+                    and (cfg.mode != "join" or w.flushed(cfg.idle_flush_ms))):
                 report.stopped = f"idle for {until_idle_s:g} s"
                 break
             time.sleep(poll_s)

@@ -106,3 +106,29 @@ def test_local_broker_life_cycle(tmp_path: Path, occupied_port: int) -> None:
     finally:
         broker.down()
     assert first.pid is not None and not os.path.exists(f"/proc/{first.pid}")
+
+
+def _jvms_using(path: Path) -> list[int]:
+    """Pids of live processes whose command line mentions ``path``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(path).encode() in (proc / "cmdline").read_bytes():
+                    pids.append(int(proc.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.timeout(120)
+def test_start_timeout_stops_the_jvm_and_reports(tmp_path: Path) -> None:
+    config = BrokerConfig(
+        kafka_dir=tmp_path / "kafka", jars_dir=load_settings().jars_dir, heap="256m"
+    )
+    broker = LocalKafka(config)
+    with pytest.raises(KafkaUnavailableError, match=r"did not answer within 0\.1 s; stopped it"):
+        broker.up(timeout=0.1)
+    assert not config.pid_file.exists() and not config.bootstrap_file.exists()
+    assert _jvms_using(config.properties_file) == []
+    assert not broker.status().running

@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from connectors.admin import ensure_topics
-from connectors.consumer import ConsumerConfig, Consumed, Undecodable, consume
+from connectors.consumer import Consumed, ConsumerConfig, Undecodable, consume
 from connectors.producer import Pacing, ProducerConfig, publish, publish_encoded
 from connectors.serde import AvroSerde
 from connectors.topics import deadletter_topic, input_topic, metrics_topic, results_topic
@@ -51,6 +52,11 @@ def news_records(n: int, words: int = 3) -> list[dict[str, Any]]:
         }
         for i in range(n)
     ]
+
+
+def always(topic: str) -> Callable[[Any], str]:
+    """A ``topic_of`` sending every record to ``topic``."""
+    return lambda record: topic
 
 
 def read_all(bootstrap: str, topics: list[str], **kw: Any) -> list[Consumed | Undecodable]:
@@ -134,7 +140,7 @@ def test_every_schema_round_trips_through_the_broker(
     ]
     for schema, topic, records in cases:
         report = publish(records, config=producer_config(kafka_bootstrap), serde=SERDE,
-                         schema_name=schema, topic_of=lambda r, t=topic: t)
+                         schema_name=schema, topic_of=always(topic))
         assert report.delivered == len(records)
         got = read_all(kafka_bootstrap, [topic])
         assert [(g.schema, g.record) for g in got if isinstance(g, Consumed)] == [

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from connectors.workloads.disorder import (
     BurstyDelay,
+    DelayModel,
     ExponentialDelay,
     NoDelay,
     ZipfDelay,
@@ -32,8 +33,12 @@ def test_none_gives_zero_delays() -> None:
     assert not sample_delays(NoDelay(), TIMES, _rng()).any()
 
 
-@pytest.mark.parametrize(("max_ms", "skew", "step"), [(20_000, 2.0, 10), (20_000, 3.0, 1), (50, 0.0, 10)])
-def test_zipf_delays_stay_on_the_grid_and_follow_the_pmf(max_ms: int, skew: float, step: int) -> None:
+@pytest.mark.parametrize(
+    ("max_ms", "skew", "step"), [(20_000, 2.0, 10), (20_000, 3.0, 1), (50, 0.0, 10)]
+)
+def test_zipf_delays_stay_on_the_grid_and_follow_the_pmf(
+    max_ms: int, skew: float, step: int
+) -> None:
     delays = sample_delays(ZipfDelay(max_ms, skew, step), TIMES, _rng())
     assert delays.dtype == np.int64
     assert delays.min() >= 0 and delays.max() <= max_ms
@@ -104,9 +109,9 @@ def test_burst_mask_equals_brute_force(times: list[int], starts: list[int], leng
         ("bursty:mean=1,gap=2,length=3,peak=4", BurstyDelay(1.0, 2.0, 3.0, 4.0)),
     ],
 )
-def test_parse_model(text: str, expected: object) -> None:
+def test_parse_model(text: str, expected: DelayModel) -> None:
     assert parse_model(text) == expected
-    assert parse_model(expected.describe()) == expected  # type: ignore[attr-defined]
+    assert parse_model(expected.describe()) == expected
 
 
 @pytest.mark.parametrize(

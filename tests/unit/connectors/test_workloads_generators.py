@@ -56,7 +56,9 @@ def test_sensors_noise_has_std_kappa_around_the_lagged_line(kappa: float, lag: f
 
 def test_sensors_lag_shifts_the_stream_in_time() -> None:
     """X_2(φ) = X_1(φ + τ_2) when κ = 0: stream 2 is stream 1 shifted by τ_2."""
-    spec = WorkloadSpec("sensors", streams=2, rates=(10.0,), duration_s=60.0, lags_s=(0, 5), kappas=(0,))
+    spec = WorkloadSpec(
+        "sensors", streams=2, rates=(10.0,), duration_s=60.0, lags_s=(0, 5), kappas=(0,)
+    )
     wl = generate_workload(spec)
     s1, s2 = _stream(wl, 0), _stream(wl, 1)
     shift = 5 * 10  # 5 s at 10 tuples/s
@@ -127,7 +129,8 @@ def test_news_same_story_similar_different_story_not() -> None:
     spec = WorkloadSpec("news", streams=3, rates=(20.0,), duration_s=60.0, seed=4)
     records = generate_workload(spec).records()
     rng = np.random.default_rng(0)
-    same, other = [], []
+    same: list[float] = []
+    other: list[float] = []
     for _ in range(3000):
         a, b = (records[k] for k in rng.integers(0, len(records), 2))
         if a is b:

@@ -1,0 +1,67 @@
+"""Exact harvest-fraction solvers (GrubJoin §IV-C) against plain enumeration."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.errors import ConfigError
+from pipeline.operators.bruteforce import exhaustive, optimal
+from tests.unit.operators.harvest_models import random_model
+from tests.unit.operators.test_costmodel import loop_model
+
+
+def python_optimum(model, z: float) -> float:  # type: ignore[no-untyped-def]
+    """Every configuration, one at a time, with the loop model (the oracle)."""
+    m = model.m
+    budget = z * loop_model(model, model.max_counts())[0]
+    best = -1.0
+    for flat in itertools.product(*[range(int(n) + 1) for n in model.max_counts().ravel()]):
+        counts = np.array(flat).reshape(m, m - 1)
+        cost, out = loop_model(model, counts)
+        if cost <= budget + 1e-9:
+            best = max(best, out)
+    return best
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 2),
+       z=st.sampled_from([0.05, 0.2, 0.5, 0.8, 1.0]))
+def test_exhaustive_and_optimal_match_python_enumeration(seed: int, n: int, z: float) -> None:
+    model = random_model(seed, 3, n, tuple_cost=1.0)
+    want = python_optimum(model, z)
+    counts, out = exhaustive(model, z)
+    assert out == pytest.approx(want, rel=1e-9)
+    assert model.evaluate(counts)[1] == pytest.approx(want, rel=1e-9)
+    counts2, out2 = optimal(model, z)
+    assert out2 == pytest.approx(want, rel=1e-9)
+    assert model.evaluate(counts2)[0] <= z * model.full_cost() * (1 + 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(2, 3), n=st.integers(2, 4),
+       z=st.floats(0.02, 1.0))
+def test_pareto_optimum_equals_full_enumeration(seed: int, m: int, n: int, z: float) -> None:
+    model = random_model(seed, m, n)
+    _, want = exhaustive(model, z)
+    counts, out = optimal(model, z)
+    assert out == pytest.approx(want, rel=1e-9)
+    cost, got = model.evaluate(counts)
+    assert got == pytest.approx(out, rel=1e-9)
+    assert cost <= z * model.full_cost() * (1 + 1e-9)
+
+
+def test_z_one_scans_everything() -> None:
+    model = random_model(1, 3, 4)
+    counts, _ = optimal(model, 1.0)
+    assert (counts == model.max_counts()).all()
+
+
+@pytest.mark.parametrize("z", [0.0, -0.1, 1.5])
+def test_bad_z(z: float) -> None:
+    with pytest.raises(ConfigError, match="z"):
+        optimal(random_model(0, 2, 2), z)

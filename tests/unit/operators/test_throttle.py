@@ -1,0 +1,42 @@
+"""The throttle fraction update (GrubJoin §IV-A), table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.operators.throttle import Z_MIN, Throttle, ThrottleConfig
+
+
+@pytest.mark.parametrize(
+    ("z0", "beta", "headroom", "cap", "want"),
+    [
+        (1.0, 0.5, None, True, 0.5),      # fell behind: z ← β·z
+        (0.5, 0.8, 10.0, True, 0.4),      # β < 1 ignores headroom
+        (0.5, 1.0, None, True, 0.6),      # boost γ = 1.2
+        (0.9, 1.0, None, True, 1.0),      # capped at 1
+        (0.5, 1.0, 1.1, True, 0.55),      # boost capped by measured headroom
+        (0.5, 1.0, 0.9, True, 0.45),      # over the utilization target: back off
+        (0.5, 1.0, 1.1, False, 0.6),      # paper's rule only
+        (0.002, 0.1, None, True, Z_MIN),  # floor
+    ],
+)
+def test_update(z0: float, beta: float, headroom: float | None, cap: bool,
+                want: float) -> None:
+    t = Throttle(ThrottleConfig(boost=1.2, cap_by_headroom=cap), z=z0)
+    assert t.update(beta, headroom) == pytest.approx(want)
+    assert t.z == pytest.approx(want)
+
+
+def test_bad_values() -> None:
+    with pytest.raises(ConfigError, match="boost"):
+        ThrottleConfig(boost=1.0)
+    with pytest.raises(OperatorStateError, match="beta"):
+        Throttle(ThrottleConfig()).update(-1.0)
+    with pytest.raises(OperatorStateError):
+        Throttle.from_snapshot(ThrottleConfig(), {})
+
+
+def test_snapshot_roundtrip() -> None:
+    t = Throttle(ThrottleConfig(), z=0.3)
+    assert Throttle.from_snapshot(t.config, t.snapshot()).z == 0.3
