@@ -12,16 +12,20 @@ same run, on the same records:
 * ``avro_lib_encode`` - the baseline encoder: the official ``avro`` package (on a slice).
 
 Each case runs ``repeats`` times; the best and median rates are reported (the machine is
-shared, so the best run is the least disturbed one). Writes ``produce.json`` + ``.png``.
+shared, so the best run is the least disturbed one), together with the process CPU time
+per record (all threads, librdkafka's included), which depends much less on other load.
+Writes ``produce.json`` + ``produce.png``.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import statistics
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ log = get_logger(__name__)
 
 TARGET_RATE = 50_000.0
 SCHEMA = "sensor_reading"
+CASES = ("publish", "raw_produce", "encode_only", "fastavro_encode", "avro_lib_encode")
 
 
 def sensor_records(n: int, streams: int = 3) -> list[dict[str, Any]]:
@@ -105,10 +110,8 @@ def _advance(progress: Progress, task: TaskID) -> Callable[[int], None]:
     return advance
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def _ignore(_: object) -> None:
+    """Discard a benchmark case's output (it was checked before timing)."""
 
 
 def run(quick: bool, results_dir: Path, settings: Settings) -> int:
@@ -130,41 +133,45 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     if serde.decode(encoded[-1]) != (SCHEMA, records[-1]):
         raise SerializationError("serde round trip changed a benchmark record")
 
-    rates: dict[str, list[float]] = {
-        "publish": [], "raw_produce": [], "encode_only": [], "fastavro_encode": [],
-        "avro_lib_encode": [],
-    }
+    rates: dict[str, list[float]] = {case: [] for case in CASES}
+    cpu_us: dict[str, list[float]] = {case: [] for case in CASES}
     reports: list[ProduceReport] = []
     avro_encode = _avro_lib_encoder(serde)
+
+    def measure(case: str, count: int, fn: Callable[[], ProduceReport | None]) -> None:
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        report = fn()
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        if report is not None:  # Kafka cases: from the first send to the last ack
+            reports.append(report)
+            count, wall = report.delivered, report.seconds
+        rates[case].append(count / wall)
+        cpu_us[case].append(cpu / count * 1e6)
+
+    load_before = os.getloadavg()[0]
     try:
         with Progress(console=console, transient=True) as progress:
             for r in range(repeats):
-                task = progress.add_task(f"publish (run {r + 1}/{repeats})", total=n)
-                rep = publish(
-                    records, config=config, serde=serde, schema_name=SCHEMA,
+                run_no = f"(run {r + 1}/{repeats})"
+                task = progress.add_task(f"publish {run_no}", total=n)
+                measure("publish", n, partial(
+                    publish, records, config=config, serde=serde, schema_name=SCHEMA,
                     topic_of=lambda rec: topic, key_of=lambda rec: rec["stream"].encode(),
                     on_progress=_advance(progress, task),
-                )
-                reports.append(rep)
-                rates["publish"].append(rep.delivered / rep.seconds)
-                task = progress.add_task(f"raw produce (run {r + 1}/{repeats})", total=n)
-                rep = publish_encoded(
-                    ((topic, rec["stream"].encode(), v) for rec, v in zip(records, encoded,
-                                                                          strict=True)),
-                    config=config, on_progress=_advance(progress, task),
-                )
-                reports.append(rep)
-                rates["raw_produce"].append(rep.delivered / rep.seconds)
-                progress.add_task(f"encode only (run {r + 1}/{repeats})", total=None)
-                rates["encode_only"].append(n / _timed(lambda: serde.encode_many(SCHEMA, records)))
-                progress.add_task(f"fastavro encode (run {r + 1}/{repeats})", total=None)
-                rates["fastavro_encode"].append(
-                    n / _timed(lambda: [serde.encode(SCHEMA, rec) for rec in records])
-                )
-                progress.add_task(f"avro lib encode (run {r + 1}/{repeats})", total=None)
-                rates["avro_lib_encode"].append(
-                    n_avro / _timed(lambda: [avro_encode(rec) for rec in records[:n_avro]])
-                )
+                ))
+                task = progress.add_task(f"raw produce {run_no}", total=n)
+                messages = [(topic, rec["stream"].encode(), v)
+                            for rec, v in zip(records, encoded, strict=True)]
+                measure("raw_produce", n, partial(
+                    publish_encoded, messages, config=config,
+                    on_progress=_advance(progress, task),
+                ))
+                progress.add_task(f"encoders {run_no}", total=None)
+                measure("encode_only", n, lambda: _ignore(serde.encode_many(SCHEMA, records)))
+                measure("fastavro_encode", n,
+                        lambda: _ignore([serde.encode(SCHEMA, rec) for rec in records]))
+                measure("avro_lib_encode", n_avro,
+                        lambda: _ignore([avro_encode(rec) for rec in records[:n_avro]]))
     finally:
         delete_topics(bootstrap, [topic], client_config=client_config)
 
@@ -178,9 +185,12 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
         "schema": SCHEMA,
         "bytes_per_record": len(encoded[0]),
         "producer_config": config.snapshot(),
+        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "rates_per_run": rates,
+        "cpu_us_per_record_per_run": cpu_us,
         "best_records_per_s": best,
         "median_records_per_s": median,
+        "median_cpu_us_per_record": {k: statistics.median(v) for k, v in cpu_us.items()},
         "publish_vs_raw_produce": best["publish"] / best["raw_produce"],
         "serde_vs_avro_lib_encode": best["encode_only"] / best["avro_lib_encode"],
         "serde_vs_fastavro_encode": best["encode_only"] / best["fastavro_encode"],
@@ -189,13 +199,14 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
         "target_met": best["publish"] >= TARGET_RATE and failed == 0,
     }
     path = write_json("produce", payload, results_dir)
-    _plot(best, median, n, results_dir)
+    _plot(best, median, payload["median_cpu_us_per_record"], n, results_dir)
 
     table = Table(title=f"harvest bench produce ({n:,} sensor records, {repeats} runs)")
-    for col in ("case", "best rec/s", "median rec/s"):
+    for col in ("case", "best rec/s", "median rec/s", "CPU µs/rec"):
         table.add_column(col, justify="right" if col != "case" else "left")
     for k in rates:
-        table.add_row(k, f"{best[k]:,.0f}", f"{median[k]:,.0f}")
+        cpu = payload["median_cpu_us_per_record"][k]
+        table.add_row(k, f"{best[k]:,.0f}", f"{median[k]:,.0f}", f"{cpu:.1f}")
     Console().print(table)
     console.print(
         f"publish / raw produce = {payload['publish_vs_raw_produce']:.2f}; "
@@ -207,16 +218,23 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     return 0
 
 
-def _plot(best: dict[str, float], median: dict[str, float], n: int, results_dir: Path) -> None:
-    fig, ax = new_figure(size=(7.5, 4.5))
+def _plot(
+    best: dict[str, float], median: dict[str, float], cpu: dict[str, float], n: int,
+    results_dir: Path,
+) -> None:
+    fig, (rate_ax, cpu_ax) = new_figure(ncols=2, size=(12.0, 4.5))
     names = list(best)
-    xs = range(len(names))
-    ax.bar([x - 0.2 for x in xs], [best[k] for k in names], width=0.4, label="best run")
-    ax.bar([x + 0.2 for x in xs], [median[k] for k in names], width=0.4, label="median run")
-    ax.axhline(TARGET_RATE, color="red", linestyle="--", label="target 50k rec/s")
-    ax.set_xticks(list(xs), names)
-    ax.set_ylabel("records / s")
-    ax.set_title(f"Producing {n:,} sensor_reading records (Avro single-object)")
-    ax.legend()
+    xs = list(range(len(names)))
+    rate_ax.bar([x - 0.2 for x in xs], [best[k] for k in names], width=0.4, label="best run")
+    rate_ax.bar([x + 0.2 for x in xs], [median[k] for k in names], width=0.4, label="median run")
+    rate_ax.axhline(TARGET_RATE, color="red", linestyle="--", label="target 50k rec/s")
+    rate_ax.set_xticks(xs, names, rotation=20)
+    rate_ax.set_ylabel("records / s (wall clock)")
+    rate_ax.set_title(f"{n:,} sensor_reading records, Avro single-object")
+    rate_ax.legend()
+    cpu_ax.bar(xs, [cpu[k] for k in names], color="tab:gray")
+    cpu_ax.set_yscale("log")
+    cpu_ax.set_xticks(xs, names, rotation=20)
+    cpu_ax.set_ylabel("process CPU µs / record (median run, log)")
+    cpu_ax.set_title("CPU cost per record (all threads)")
     save_figure(fig, "produce", results_dir)
-

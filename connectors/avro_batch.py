@@ -29,6 +29,7 @@ _PRIMITIVES = (*_VARINT, *_FIXED, *_BLOB, "boolean")
 _INT32 = (-(2**31), 2**31 - 1)
 _NO_DEFAULT = object()
 # A zig-zagged value needs k + 1 varint bytes when it is >= 2**(7k), k = 1..9.
+_MAX_CELLS = 1 << 22  # largest string/bytes matrix (n x longest value) built per batch
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
@@ -106,57 +107,41 @@ class FlatRecordEncoder:
         return columns
 
     def encode(self, records: Sequence[Mapping[str, Any]], header: bytes = b"") -> list[bytes]:
-        """``header`` + Avro binary body of each record, byte-identical to fastavro."""
+        """``header`` + Avro binary body of each record, byte-identical to fastavro.
+
+        Every field becomes an ``(n, width)`` byte matrix plus the number of bytes each
+        record really uses; the matrices are laid side by side and the unused cells masked
+        out, which leaves the records' encodings back to back in row-major order.
+        """
         n = len(records)
         if n == 0:
             return []
         parts: list[_Part] = []
         if header:
-            parts.append(_Part.fixed(np.frombuffer(header, dtype=np.uint8), n))
+            row = np.frombuffer(header, dtype=np.uint8)
+            parts.append(_Part(np.broadcast_to(row, (n, len(row))), None))
         for field, column in zip(self._fields, self._columns(records), strict=True):
             parts.extend(_encode_column(field, column))
-        lengths = np.zeros(n, dtype=np.int64)
-        for part in parts:
-            lengths += part.lengths
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        out = np.empty(int(ends[-1]), dtype=np.uint8)
-        cursor = starts.copy()
-        for part in parts:
-            part.scatter(out, cursor)
-            cursor += part.lengths
-        data = out.tobytes()
-        return [data[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+        matrix = np.hstack([part.matrix for part in parts])
+        used = np.hstack([part.used() for part in parts])
+        data = matrix[used].tobytes()
+        ends = np.cumsum(used.sum(axis=1)).tolist()
+        return [data[s:e] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 @dataclass(frozen=True)
 class _Part:
     """Bytes of one field (or the header) for every record of the batch."""
 
-    lengths: np.ndarray  # bytes per record
-    rows: np.ndarray | None  # (width, n) uint8: byte k of record i at rows[k, i]
-    blob: np.ndarray | None  # concatenated variable-length payloads
+    matrix: np.ndarray  # (n, width) uint8: record i's bytes at matrix[i, :lengths[i]]
+    lengths: np.ndarray | None  # bytes used per record; None = the full width
 
-    @staticmethod
-    def fixed(row: np.ndarray, n: int) -> _Part:
-        """The same ``row`` of bytes for every record (the single-object header)."""
-        rows = np.repeat(row[:, None], n, axis=1)
-        return _Part(np.full(n, len(row), dtype=np.int64), rows, None)
-
-    def scatter(self, out: np.ndarray, cursor: np.ndarray) -> None:
-        """Write this part at ``cursor[i]`` for each record i."""
-        if self.rows is not None:
-            width = self.rows.shape[0]
-            for k in range(width):
-                mask = self.lengths > k
-                if mask.all():
-                    out[cursor + k] = self.rows[k]
-                elif mask.any():
-                    out[cursor[mask] + k] = self.rows[k][mask]
-        if self.blob is not None and len(self.blob):
-            blob_starts = np.cumsum(self.lengths) - self.lengths
-            dest = np.repeat(cursor - blob_starts, self.lengths) + np.arange(len(self.blob))
-            out[dest] = self.blob
+    def used(self) -> np.ndarray:
+        """(n, width) bool: which cells hold encoded bytes."""
+        n, width = self.matrix.shape
+        if self.lengths is None:
+            return np.ones((n, width), dtype=bool)
+        return np.arange(width)[None, :] < self.lengths[:, None]
 
 
 def _numeric(column: Sequence[Any], kinds: str) -> np.ndarray:
@@ -167,6 +152,11 @@ def _numeric(column: Sequence[Any], kinds: str) -> np.ndarray:
     if arr.ndim != 1 or arr.dtype.kind not in kinds:
         raise FastPathUnsupported(f"column of dtype {arr.dtype}")
     return arr
+
+
+def _varint_part(values: np.ndarray) -> _Part:
+    lengths, groups = zigzag_varints(values)
+    return _Part(groups.T, lengths)
 
 
 def _encode_column(field: FlatField, column: Sequence[Any]) -> list[_Part]:
@@ -182,18 +172,14 @@ def _encode_column(field: FlatField, column: Sequence[Any]) -> list[_Part]:
             int(values.min()) < _INT32[0] or int(values.max()) > _INT32[1]
         ):
             raise FastPathUnsupported("int out of range")
-        lengths, rows = zigzag_varints(values)
-        return [_Part(lengths, rows, None)]
+        return [_varint_part(values)]
     if kind in _FIXED:
         values = _numeric(column, "fiub").astype(_FIXED[kind])
-        width = values.dtype.itemsize
-        rows = values.view(np.uint8).reshape(n, width).T
-        return [_Part(np.full(n, width, dtype=np.int64), rows, None)]
+        return [_Part(values.view(np.uint8).reshape(n, values.dtype.itemsize), None)]
     if kind == "boolean":
         if not all(isinstance(v, bool) for v in column):
             raise FastPathUnsupported("non-bool in boolean column")
-        rows = np.asarray(column, dtype=np.uint8)[None, :]
-        return [_Part(np.ones(n, dtype=np.int64), rows, None)]
+        return [_Part(np.asarray(column, dtype=np.uint8).reshape(n, 1), None)]
     try:
         if kind == "string":
             payloads = list(map(str.encode, column))
@@ -204,6 +190,9 @@ def _encode_column(field: FlatField, column: Sequence[Any]) -> list[_Part]:
     except (TypeError, UnicodeEncodeError) as exc:
         raise FastPathUnsupported(str(exc)) from exc
     sizes = np.array(list(map(len, payloads)), dtype=np.int64)
-    size_lengths, size_rows = zigzag_varints(sizes)
-    blob = np.frombuffer(b"".join(payloads), dtype=np.uint8)
-    return [_Part(size_lengths, size_rows, None), _Part(sizes, None, blob)]
+    width = max(1, int(sizes.max()))
+    if n * width > _MAX_CELLS:
+        raise FastPathUnsupported(f"values of up to {width} bytes: too wide for a matrix")
+    # NumPy's fixed-width bytes dtype pads with NULs; ``sizes`` says which bytes are real.
+    padded = np.array(payloads, dtype=f"S{width}").view(np.uint8).reshape(n, width)
+    return [_varint_part(sizes), _Part(padded, sizes)]

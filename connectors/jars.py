@@ -78,11 +78,6 @@ def kafka_jars(jars_dir: Path) -> list[Path]:
     return jar_set(jars_dir, "kafka", "kafka_2.13-*.jar")
 
 
-def spark_jars(jars_dir: Path) -> list[Path]:
-    """The jars to pass as ``spark.jars`` (spark-sql-kafka, spark-avro, kafka-clients, ...)."""
-    return jar_set(jars_dir, "spark", "spark-sql-kafka-0-10_2.13-*.jar")
-
-
 def kafka_version(jars_dir: Path) -> str:
     """The Kafka version of the fetched broker jars, from the ``kafka_2.13-<v>.jar`` name."""
     for jar in kafka_jars(jars_dir):

@@ -11,6 +11,11 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
            "error": logging.ERROR}
 
 
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    """A PrintLogger on the current ``sys.stderr``."""
+    return structlog.PrintLogger(file=sys.stderr)
+
+
 def configure_logging(fmt: str = "auto", level: str = "info") -> None:
     """Configure structlog once per process; logs go to stderr so stdout stays data."""
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
@@ -25,7 +30,9 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Resolve sys.stderr per logger, not once: pytest swaps it per test and closes
+        # the old one, and in-process CLI tests call this function.
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
 

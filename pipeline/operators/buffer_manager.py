@@ -49,10 +49,9 @@ def linear_search(gamma: FloatArray, max_delay_ms: int, granularity_ms: int, tar
         raise ValueError(
             f"linear_search: gamma covers {gamma.shape[0]} candidates, MaxD^H needs {need}"
         )
-    k = 0
-    while k <= max_delay_ms and gamma[k // granularity_ms] < target:
-        k += granularity_ms
-    return k
+    # the loop "k ← k + g while k ≤ MaxD^H and γ(L,k) < Γ'", vectorized
+    meets = np.flatnonzero(gamma[:need] >= target)
+    return int(meets[0]) * granularity_ms if meets.size else need * granularity_ms
 
 
 class ResultSizeMonitor:
@@ -105,4 +104,3 @@ class ResultSizeMonitor:
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"result-size monitor snapshot: bad field: {exc}") from exc
         return mon
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.errors import SerializationError
 
@@ -29,17 +29,15 @@ class Event:
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
-    """One member tuple of a join result, by stream *name*."""
+class Member(NamedTuple):
+    """One member tuple of a join result, by stream *name* (a NamedTuple: cheap to build)."""
 
     stream: str
     seq: int
     event_time: int
 
 
-@dataclass(frozen=True, slots=True)
-class JoinResult:
+class JoinResult(NamedTuple):
     """A join result: deterministic ``id``, ``result_time`` = max member event time."""
 
     id: str

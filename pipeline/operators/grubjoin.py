@@ -104,8 +104,10 @@ class GrubJoinShedder:
         rates = self.stats.rates(sh.adapt_interval_ms)
         if rates.sum() > 0:
             score_fn = self.hist.scores if sh.learn else self._flat
+            previous = None if self.plans is None else np.array(
+                [p.order for p in self.plans], dtype=np.int64)
             model, scores = build_model(rates, self.config.windows, self.stats.selectivity(),
-                                        score_fn, sh.tuple_cost)
+                                        score_fn, sh.tuple_cost, previous)
             counts = greedy_double_sided(model, z, sh.heuristic)
             self.plans = harvest_plans(model, counts, scores)
             self.fractions = model.fractions(counts).round(4).tolist()

@@ -35,6 +35,8 @@ from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 
 #: selectivity assumed for a pair never measured yet (only matters before feedback)
 DEFAULT_SELECTIVITY = 1e-3
+#: a direction's join order changes only for a first selectivity below this × the old one
+ORDER_MARGIN = 0.7
 
 
 class OnlineStats:
@@ -96,21 +98,37 @@ class OnlineStats:
         return obj
 
 
+def stable_orders(selectivity: FloatArray, previous: IntArray | None,
+                  margin: float = ORDER_MARGIN) -> IntArray:
+    """Low-selectivity-first orders (MJoin; GrubJoin §V) on the symmetrized σ, with
+    hysteresis (ours): a direction keeps its previous order unless the new order's
+    first selectivity is below ``margin`` × the previous first one, so estimation
+    noise between near-equal selectivities does not flip plans every Δ."""
+    sym = (selectivity + selectivity.T) / 2.0
+    orders = join_orders(sym)
+    if previous is None:
+        return orders
+    for i in range(orders.shape[0]):
+        if sym[i, orders[i, 0]] >= margin * sym[i, previous[i, 0]]:
+            orders[i] = previous[i]
+    return orders
+
+
 def build_model(
     rates: FloatArray,
     windows_ms: tuple[int, ...],
     selectivity: FloatArray,
     score_fn: Callable[[int, int], FloatArray],
     tuple_cost: float,
+    previous_orders: IntArray | None = None,
 ) -> tuple[HarvestModel, list[list[FloatArray]]]:
     """The §IV-C model for this step and the raw scores p^k_{i,j} (for the rankings).
 
-    S_l = λ_l·w_l; orders are low-selectivity-first on the *symmetrized* σ so a pair's
-    two directions agree; each direction then uses its own measured σ_{i,l}.
+    S_l = λ_l·w_l; orders from :func:`stable_orders`; each direction then uses its own
+    measured σ_{i,l}.
     """
     m = len(windows_ms)
-    sym = (selectivity + selectivity.T) / 2.0
-    orders = join_orders(sym)
+    orders = stable_orders(selectivity, previous_orders)
     scores = [[score_fn(i, int(orders[i, j])) for j in range(m - 1)] for i in range(m)]
     seg = rates * np.asarray(windows_ms, dtype=np.float64) / 1000.0
     model = HarvestModel.build(rates, seg, selectivity, scores, orders, tuple_cost)

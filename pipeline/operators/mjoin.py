@@ -171,10 +171,12 @@ class MWayJoin:
                 n = len(bw) if rows is None else int(rows.size)
                 scanned_here += k * n
                 mask = None
-                for s in p_side:
+                for s in p_side:  # 1×n (probing tuple) broadcasts against k×n
                     mm = pred.match(p_side[s], bw.feats, rows)
                     mask = mm if mask is None else (mask & mm)
                 assert mask is not None
+                if mask.shape[0] != k:
+                    mask = np.broadcast_to(mask, (k, mask.shape[1]))
                 pi, qi = np.nonzero(mask)
                 if pi.size == 0:
                     continue
@@ -194,7 +196,7 @@ class MWayJoin:
             for s in list(p_side):
                 p_ts[s] = p_ts[s][pick]
                 p_seq[s] = p_seq[s][pick]
-                if not last:
+                if not last and s != stream:  # the probing tuple's side stays 1 row
                     p_side[s] = pred.take(p_side[s], pick)
             p_ts[l] = np.concatenate(ts_chunks)
             p_seq[l] = np.concatenate(seq_chunks)

@@ -7,8 +7,8 @@ An out-of-order tuple is not probed; its n^× and n^⋈ are estimated as the max
 n^× and n^⋈ over the in-order tuples of the same adaptation interval (the paper's
 conservative choice, ``late_estimate="max"``; ``"mean"`` uses their averages instead —
 our option, see :class:`ProductivityProfiler`). When an interval has no in-order tuple
-the previous interval's estimates are used. Both maps are keyed by the coarse-grained delay (bin width g) and cover the last
-adaptation interval:
+the previous interval's estimates are used. Both maps are keyed by the coarse-grained
+delay (bin width g) and cover the last adaptation interval:
 
     M^×[d] = Σ_{delay(e)=d} n^×(e),     M^⋈[d] = Σ_{delay(e)=d} n^⋈(e).
 """

@@ -190,7 +190,9 @@ class QualityPolicy:
             self.rates = list(rates_per_s)
             return
         a = RATE_SMOOTHING
-        self.rates = [(1 - a) * old + a * new for old, new in zip(self.rates, rates_per_s, strict=True)]
+        self.rates = [
+            (1 - a) * old + a * new for old, new in zip(self.rates, rates_per_s, strict=True)
+        ]
 
     def _true_results(self, maps: ProductivityMaps) -> float:
         """N^⋈_true of the interval: Eq. 1 over the tuples that reached the join.
@@ -283,5 +285,7 @@ class QualityPolicy:
                 qc.period_ms, qc.interval_ms, snap["monitor"]
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise OperatorStateError(f"quality policy snapshot: bad or missing field: {exc}") from exc
+            raise OperatorStateError(
+                f"quality policy snapshot: bad or missing field: {exc}"
+            ) from exc
         return policy

@@ -11,8 +11,9 @@ z_{i,j} = 1): thinning S_l by x_l scales λ_l and S_l = λ_l·w_l by x_l, so
 
 and the output is O(1)·Π_i x_i. Maximizing Σ log x_i s.t. C(x) = z·C(1) has the
 Lagrange condition x_i·∂C/∂x_i equal for all i; :func:`keep_probabilities` iterates
-x_i ← x_i·(mean_g / g_i)^{1/2} on g_i = x_i·∂C/∂x_i, each time rescaling all x by a
-common factor (bisection on the monotone C) so the budget holds exactly.
+x_i ← x_i·(mean_g / g_i)^a on g_i = x_i·∂C/∂x_i, each time rescaling all x by a
+common factor (bisection on the monotone C) so the budget holds exactly; the step
+exponent a starts at 1/2 and is halved whenever a step does not increase Π x_i.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def _scale_to_budget(model: HarvestModel, shape: FloatArray, budget: float,
     return np.minimum(1.0, lo * shape)
 
 
-def keep_probabilities(model: HarvestModel, z: float, iterations: int = 12,
-                       tol: float = 1e-5) -> FloatArray:
+def keep_probabilities(model: HarvestModel, z: float, iterations: int = 60,
+                       tol: float = 1e-6) -> FloatArray:
     """Per-stream keep probabilities x_i maximizing Π x_i with C(x) ≤ z·C(1)."""
     if not 0.0 < z <= 1.0:
         raise ConfigError(f"z: throttle fraction must be in (0, 1], got {z}")
@@ -74,20 +75,23 @@ def keep_probabilities(model: HarvestModel, z: float, iterations: int = 12,
         return np.ones(m)
     budget = z * thinned_cost(model, np.ones(m))
     x = _scale_to_budget(model, np.ones(m), budget, tol)
+    step = 0.5  # exponent of the multiplicative update, halved when a step fails
     for _ in range(iterations):
         base = thinned_cost(model, x)
         grad = np.empty(m)
         for i in range(m):
-            step = np.array(x)
-            step[i] *= 1.0 + 1e-4
-            grad[i] = (thinned_cost(model, step) - base) / 1e-4  # = x_i ∂C/∂x_i
+            moved = np.array(x)
+            moved[i] *= 1.0 + 1e-4
+            grad[i] = (thinned_cost(model, moved) - base) / 1e-4  # = x_i ∂C/∂x_i
         if np.any(grad <= 0):
             break
-        shape = x * np.sqrt(grad.mean() / grad)
-        cand = _scale_to_budget(model, shape, budget, tol)
-        if np.prod(cand) <= np.prod(x) * (1.0 + 1e-9):
-            break
-        x = cand
+        cand = _scale_to_budget(model, x * (grad.mean() / grad) ** step, budget, tol)
+        if np.prod(cand) > np.prod(x) * (1.0 + 1e-9):
+            x = cand
+        else:
+            step /= 2.0
+            if step < 1e-3:
+                break
     return x
 
 

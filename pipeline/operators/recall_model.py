@@ -78,7 +78,7 @@ def window_sizes(
     c = b // g
     n = math.ceil(window_ms / b)
     last = float(window_ms - (n - 1) * b)
-    q = int(math.floor(ksync_ms / g))
+    q = math.floor(ksync_ms / g)
     s = np.arange(k_max + 1, dtype=np.int64) + q  # buffering in bins per candidate K
     top = int(s[-1]) + (n - 1) * c + 1
     cdf = _cdf_extended(pdf, top)
@@ -126,7 +126,9 @@ def gamma_curve(
         raise ValueError(f"recall model: {m} windows but {len(pdfs)} pdfs / {len(ksync_ms)} K^sync")
     k_max = max(int(k_max), 0)
     parts = [
-        window_sizes(np.asarray(pdfs[i], dtype=np.float64), ksync_ms[i], cfg.windows_ms[i], cfg, k_max)
+        window_sizes(
+            np.asarray(pdfs[i], dtype=np.float64), ksync_ms[i], cfg.windows_ms[i], cfg, k_max
+        )
         for i in range(m)
     ]
     windows = [float(w) for w in cfg.windows_ms]

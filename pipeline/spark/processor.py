@@ -7,11 +7,12 @@ ListState, so a restart from the checkpoint resumes exactly where the last commi
 micro-batch left the engine.
 
 Idle flush (processing-time timer): every micro-batch with input for the key re-arms one
-timer ``idle_flush_ms`` ahead. Routing sends a liveness *tick* row to every key whenever
-a micro-batch has any input, so the timer only fires once the whole query has been
-without input for ``idle_flush_ms``; it then calls ``Engine.flush()`` (end of input).
-A timer that fires much later than due (``stale_ms``: the job was down, e.g. a crash and
-restart) is re-armed instead of flushing, so recovery never turns buffered tuples late.
+timer ``idle_flush_ms`` after the wall-clock end of its processing. Routing sends a
+liveness *tick* row to every key whenever a micro-batch has any input, so the timer only
+fires once the whole query has been without input for ``idle_flush_ms``; it then calls
+``Engine.flush()`` (end of input). Spark hands a micro-batch's input rows to the
+processor before its expired timers, so after a crash the replayed batch re-arms the
+timers before they could flush buffered tuples too early.
 """
 
 from __future__ import annotations
@@ -42,19 +43,18 @@ class ProcessorConfig:
 
     instance: InstanceConfig
     idle_flush_ms: int = 3_000
-    stale_ms: int = 10_000
     chunk_bytes: int = 1 << 20
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form."""
         return {"instance": self.instance.snapshot(), "idle_flush_ms": self.idle_flush_ms,
-                "stale_ms": self.stale_ms, "chunk_bytes": self.chunk_bytes}
+                "chunk_bytes": self.chunk_bytes}
 
     @classmethod
     def from_snapshot(cls, snap: dict[str, Any]) -> ProcessorConfig:
         """Inverse of :meth:`snapshot`."""
         return cls(InstanceConfig.from_snapshot(snap["instance"]), int(snap["idle_flush_ms"]),
-                   int(snap["stale_ms"]), int(snap["chunk_bytes"]))
+                   int(snap["chunk_bytes"]))
 
 
 class JoinProcessor(StatefulProcessor):
@@ -79,10 +79,11 @@ class JoinProcessor(StatefulProcessor):
         size = self.config.chunk_bytes
         self.blob.put([(data[i:i + size],) for i in range(0, len(data), size)])
 
-    def _arm(self, now_ms: int) -> None:
+    def _arm(self) -> None:
+        """One timer, ``idle_flush_ms`` after now (wall clock: the batch may have been long)."""
         for t in list(self.handle.listTimers()):
             self.handle.deleteTimer(t)
-        self.handle.registerTimer(now_ms + self.config.idle_flush_ms)
+        self.handle.registerTimer(int(time.time() * 1000) + self.config.idle_flush_ms)
 
     # ------------------------------------------------------------------ callbacks
     def handleInputRows(  # noqa: N802 - Spark API name
@@ -99,16 +100,12 @@ class JoinProcessor(StatefulProcessor):
         inst = self._load(route_key)
         out = inst.process(pd.concat(frames, ignore_index=True))
         self._save(inst)
-        self._arm(timerValues.getCurrentProcessingTimeInMs())
+        self._arm()
         yield from out
 
     def handleExpiredTimer(  # noqa: N802 - Spark API name
         self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
-        now = timerValues.getCurrentProcessingTimeInMs()
-        if now - expiredTimerInfo.getExpiryTimeInMs() > self.config.stale_ms:
-            self._arm(now)  # the job was down: wait for input to show up again
-            return
         if not self.blob.exists():
             return
         inst = self._load(int(key[0]))

@@ -106,7 +106,7 @@ class ProgressWatch:
     def __init__(self, report: JobReport) -> None:
         self.report = report
         self.seen: set[int] = set()
-        self.last_input_ms: float | None = None  # batch timestamp of the last input
+        self.last_input_ms: float | None = None  # wall end of the last batch with input
         self.last_batch_ms: float | None = None  # timestamp of the newest completed batch
 
     def update(self, progresses: list[Any]) -> bool:
@@ -128,11 +128,13 @@ class ProgressWatch:
             self.last_batch_ms = max(self.last_batch_ms or ts, ts)
             if int(p.numInputRows) > 0:
                 got_input = True
-                self.last_input_ms = max(self.last_input_ms or ts, ts)
+                end = ts + float(p.batchDuration)
+                self.last_input_ms = max(self.last_input_ms or end, end)
         return got_input
 
     def flushed(self, idle_flush_ms: int) -> bool:
-        """A batch ran at least ``idle_flush_ms`` after the last batch with input."""
+        """A batch started at least ``idle_flush_ms`` after the last batch with input ended
+        (so the processors' idle-flush timers were due in it)."""
         if self.last_input_ms is None or self.last_batch_ms is None:
             return True
         return self.last_batch_ms >= self.last_input_ms + idle_flush_ms

@@ -186,3 +186,16 @@ def test_int_range_is_checked() -> None:
 def test_empty_batch() -> None:
     encoder = FlatRecordEncoder.for_schema(SENSOR)
     assert encoder is not None and encoder.encode([], b"h") == []
+
+
+def test_very_wide_values_fall_back_to_per_record_encoding() -> None:
+    serde = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
+    letters = [{"reason": "r", "topic": "t", "partition": 0, "offset": i,
+                "raw": bytes([i % 256]) * 9_000, "time": 1} for i in range(600)]
+    encoder = serde.entry("dead_letter").batch_encoder
+    assert encoder is not None
+    with pytest.raises(FastPathUnsupported, match="too wide"):
+        encoder.encode(letters)
+    assert serde.encode_many("dead_letter", letters) == [
+        serde.encode("dead_letter", r) for r in letters
+    ]

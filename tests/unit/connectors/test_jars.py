@@ -14,7 +14,6 @@ from connectors.jars import (
     kafka_jars,
     kafka_version,
     parse_java_major,
-    spark_jars,
 )
 from pipeline.errors import InfraError
 
@@ -51,7 +50,7 @@ def test_missing_jars_dir_says_run_make_jars(tmp_path: Path) -> None:
     with pytest.raises(InfraError, match=r"kafka jars not found.*make jars"):
         kafka_jars(tmp_path / "jars")
     with pytest.raises(InfraError, match=r"spark jars not found.*make jars"):
-        spark_jars(tmp_path / "jars")
+        jar_set(tmp_path / "jars", "spark", "spark-sql-kafka-0-10_2.13-*.jar")
 
 
 def test_incomplete_jars_dir_names_the_missing_jar(tmp_path: Path) -> None:

@@ -84,9 +84,9 @@ def test_snapshot_round_trip_continues_identically() -> None:
 def test_bad_snapshot_and_config_are_named() -> None:
     with pytest.raises(OperatorStateError, match="width"):
         Adwin.from_snapshot(AdwinConfig(), {**Adwin().snapshot(), "width": 5})
-    with pytest.raises(ConfigError, match="adwin.delta"):
+    with pytest.raises(ConfigError, match=r"adwin\.delta"):
         AdwinConfig(delta=1.5)
-    with pytest.raises(ConfigError, match="adwin.max_width"):
+    with pytest.raises(ConfigError, match=r"adwin\.max_width"):
         AdwinConfig(max_width=3)
     with pytest.raises(ValueError, match="-1"):
         Adwin().add(-1)

@@ -37,9 +37,7 @@ from pipeline.operators.buffer_manager import (
 def test_instant_recall_target_table(
     recall: float, prod_past: float, true_past: float, true_next: float, expected: float
 ) -> None:
-    assert instant_recall_target(recall, prod_past, true_past, true_next) == pytest.approx(
-        expected
-    )
+    assert instant_recall_target(recall, prod_past, true_past, true_next) == pytest.approx(expected)
 
 
 @settings(max_examples=100, deadline=None)
@@ -63,7 +61,7 @@ def test_instant_target_satisfies_eq7_when_feasible(
 
 
 def test_instant_target_rejects_bad_recall() -> None:
-    with pytest.raises(ConfigError, match="disorder.recall"):
+    with pytest.raises(ConfigError, match=r"disorder\.recall"):
         instant_recall_target(1.5, 1, 1, 1)
 
 

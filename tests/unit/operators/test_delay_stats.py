@@ -14,8 +14,18 @@ from pipeline.operators.delay_stats import StatisticsManager, delay_bin
 
 @pytest.mark.parametrize(
     ("delay", "g", "expected"),
-    [(0, 10, 0), (1, 10, 1), (10, 10, 1), (11, 10, 2), (20, 10, 2), (21, 10, 3), (999, 1000, 1),
-     (1000, 1000, 1), (1001, 1000, 2), (-5, 10, 0)],
+    [
+        (0, 10, 0),
+        (1, 10, 1),
+        (10, 10, 1),
+        (11, 10, 2),
+        (20, 10, 2),
+        (21, 10, 3),
+        (999, 1000, 1),
+        (1000, 1000, 1),
+        (1001, 1000, 2),
+        (-5, 10, 0),
+    ],
 )
 def test_delay_bin_table(delay: int, g: int, expected: int) -> None:
     """D = 0 for delay 0, d for delay in ((d−1)g, dg]."""
@@ -45,12 +55,13 @@ def test_histogram_ksync_and_max_delay_match_brute_force(
         ts = clock[stream] - delay
         # raw delay as the K-slack computes it: ^iT − ts after updating ^iT
         prev = local[stream]
-        local[stream] = clock[stream] if prev is None else max(prev, clock[stream])
-        raw = local[stream] - ts
+        now = clock[stream] if prev is None else max(prev, clock[stream])
+        local[stream] = now
+        raw = now - ts
         mgr.observe(stream, ts, raw)
         delays[stream].append(raw)
         if all(t is not None for t in local):
-            samples[stream].append(float(local[stream]) - min(t for t in local if t is not None))
+            samples[stream].append(float(now) - min(t for t in local if t is not None))
         else:
             samples[stream].append(None)
     summary = mgr.roll(1_000)
@@ -74,7 +85,11 @@ def test_histogram_ksync_and_max_delay_match_brute_force(
     else:
         assert summary.ksync_ms == (0.0, 0.0, 0.0)
     top = max(
-        (delay_bin(d, g) for i in range(3) for d in delays[i][len(delays[i]) - summary.widths[i]:]),
+        (
+            delay_bin(d, g)
+            for i in range(3)
+            for d in delays[i][len(delays[i]) - summary.widths[i] :]
+        ),
         default=0,
     )
     assert summary.max_delay_ms == top * g

@@ -19,9 +19,7 @@ reports = st.lists(
 
 @settings(max_examples=50, deadline=None)
 @given(intervals=st.lists(reports, min_size=1, max_size=4), g=st.sampled_from([1, 10, 100]))
-def test_maps_match_brute_force(
-    intervals: list[list[tuple[int, bool, int, int]]], g: int
-) -> None:
+def test_maps_match_brute_force(intervals: list[list[tuple[int, bool, int, int]]], g: int) -> None:
     prof = ProductivityProfiler(g)
     prev_max = (0.0, 0.0)
     for rows in intervals:

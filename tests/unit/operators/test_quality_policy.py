@@ -97,7 +97,10 @@ def test_chosen_k_is_the_smallest_meeting_the_instant_target() -> None:
 def test_policy_snapshot_round_trip_continues_identically() -> None:
     rng = np.random.default_rng(4)
     a = QualityPolicy(_qc((300, 300, 300)))
-    feed = [(int(s), int(d)) for s, d in zip(rng.integers(0, 3, 3_000), rng.integers(0, 90, 3_000), strict=True)]
+    feed = [
+        (int(s), int(d))
+        for s, d in zip(rng.integers(0, 3, 3_000), rng.integers(0, 90, 3_000), strict=True)
+    ]
     rows_a, rows_b = [], []
     b = None
     for n, (s, d) in enumerate(feed):
@@ -197,8 +200,13 @@ def test_quality_mode_meets_recall_with_less_buffering_than_max_k() -> None:
 
 def test_engine_snapshot_mid_stream_changes_nothing() -> None:
     gen = WorkloadSpec(
-        "equi", streams=2, rates=(10.0,), duration_s=40.0,
-        disorder=(ZipfDelay(3_000, 2.0),), params=EquiParams(domain=10), seed=3,
+        "equi",
+        streams=2,
+        rates=(10.0,),
+        duration_s=40.0,
+        disorder=(ZipfDelay(3_000, 2.0),),
+        params=EquiParams(domain=10),
+        seed=3,
     )
     records = generate(gen)
     spec = _spec(2, 2_000, "quality", recall=0.9, period_ms=10_000)

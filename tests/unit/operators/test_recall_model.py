@@ -63,9 +63,7 @@ def model_case(draw: st.DrawFn) -> tuple:
     g = draw(st.sampled_from([1, 5, 10]))
     b = g * draw(st.integers(1, 3))
     windows = [draw(st.integers(1, 120)) for _ in range(m)]
-    pdfs = [
-        draw(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=25)) for _ in range(m)
-    ]
+    pdfs = [draw(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=25)) for _ in range(m)]
     ksync = [draw(st.floats(0.0, 40.0)) for _ in range(m)]
     use_maps = draw(st.booleans())
     maps = None
