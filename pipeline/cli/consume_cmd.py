@@ -159,7 +159,8 @@ def write_tables(items: Iterable[Consumed | Undecodable], out: TextIO) -> tuple[
     def flush() -> None:
         if not rows:
             return
-        table = Table(title=f"{schema} ({len(rows)} records)", title_justify="left")
+        console.print(f"{schema} ({len(rows)} records)", style="bold", highlight=False)
+        table = Table()
         for column in rows[0]:
             table.add_column(column, overflow="fold")
         for row in rows:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -301,3 +302,37 @@ def test_cli_rejects_bad_values(capsys: pytest.CaptureFixture[str]) -> None:
         assert message in capsys.readouterr().err
     assert main(["consume", "bad topic"]) == 2
     assert "topic: 'bad topic' may only contain" in capsys.readouterr().err
+
+
+@pytest.mark.kafka
+def test_latest_skips_old_records_and_reads_new_ones(
+    kafka_bootstrap: str, topic_prefix: str
+) -> None:
+    topic = input_topic(topic_prefix, "sensors", "s0")
+    old = sensor_records(5, streams=1)
+    publish(old, config=producer_config(kafka_bootstrap), serde=SERDE,
+            schema_name="sensor_reading", topic_of=always(topic))
+    quiet = ConsumerConfig(bootstrap=kafka_bootstrap, idle_timeout_s=1.0)
+    assert list(consume([topic], config=quiet, serde=SERDE)) == []
+
+    stop = threading.Event()
+
+    def keep_publishing() -> None:  # until the consumer (assigned at the end) sees one
+        seq = 100
+        while not stop.is_set():
+            record = {**old[0], "seq": seq}
+            publish([record], config=producer_config(kafka_bootstrap), serde=SERDE,
+                    schema_name="sensor_reading", topic_of=always(topic))
+            seq += 1
+            stop.wait(0.3)
+
+    thread = threading.Thread(target=keep_publishing, daemon=True)
+    thread.start()
+    try:
+        latest = ConsumerConfig(bootstrap=kafka_bootstrap, idle_timeout_s=30.0, max_records=1)
+        got = list(consume([topic], config=latest, serde=SERDE))
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert len(got) == 1 and isinstance(got[0], Consumed)
+    assert got[0].record["seq"] >= 100 and got[0].offset >= len(old)
