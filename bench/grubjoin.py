@@ -30,8 +30,8 @@ from pipeline.operators.bruteforce import exhaustive, optimal
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.costmodel import HarvestModel, join_orders
 from pipeline.operators.events import Event
-from pipeline.operators.grubjoin import GrubJoinShedder
 from pipeline.operators.greedy import greedy_double_sided, greedy_forward
+from pipeline.operators.grubjoin import GrubJoinShedder
 from pipeline.operators.mjoin import MWayJoin, Outcome
 from pipeline.operators.randomdrop import RandomDropShedder
 from pipeline.operators.virtual_cpu import VirtualCpu, VirtualCpuConfig
@@ -79,7 +79,7 @@ def optimality(instances: int, seed: int = 7) -> tuple[list[dict[str, Any]], lis
             _, best = optimal(model, z)
             variants = {"bdopdc-double-sided": greedy_double_sided(model, z)}
             for h in ("bdopdc", "bo", "bopc"):
-                variants[f"{h}-forward"] = greedy_forward(model, z, h)  # type: ignore[arg-type]
+                variants[f"{h}-forward"] = greedy_forward(model, z, h)
             for name, counts in variants.items():
                 got = float(model.evaluate(counts)[1])
                 phi.setdefault((name, z), []).append(got / best if best > 0 else 1.0)
@@ -273,7 +273,7 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     ctime, brute = config_time(ns, 5 if quick else 20, brute_max_n=6 if quick else 10)
     log.info("fig8 done", seconds=round(time.perf_counter() - t_start, 1))
 
-    timing = Timing(20.0, 5.0, 5.0) if quick else Timing(20.0, 10.0, 15.0)
+    timing = Timing(20.0, 5.0, 5.0) if quick else Timing(20.0, 15.0, 15.0)
     capacity = calibrate(timing)
     log.info("calibrated", capacity=round(capacity))
     rates = [50.0, 100.0, 300.0, 500.0] if quick else [50.0, 100.0, 200.0, 350.0, 500.0]

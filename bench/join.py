@@ -13,7 +13,10 @@ engine and, in the same run, by two baselines that keep the same window contents
 Measured with ``time.process_time`` (CPU seconds). Reported: tuples per CPU-second and
 tuple comparisons (predicate evaluations of the nested-loop join: k partial results x
 n window tuples per step, the GrubJoin cost unit) per CPU-second; the ratio to each
-baseline; and whether every baseline found exactly the engine's results.
+baseline; and whether every baseline found exactly the engine's results. The engine
+tests each window row against the probing tuple first and compares only the rows that
+pass with the partial results, so it also reports ``checks`` = pair evaluations it
+actually ran (fewer than the nested-loop comparisons it accounts for).
 Target (issue): ≥ 20 million predicate evaluations per CPU-second.
 """
 
@@ -76,14 +79,20 @@ def run_engine(warm: list[Event], probes: list[Event]) -> tuple[dict[str, Any], 
     )
     engine = Engine(EngineConfig.from_spec(spec))
     engine.preload(warm)
-    per_probe: list[set[Triple]] = []
     start = time.process_time()
-    for ev in probes:
-        out = engine.process(ev)
-        per_probe.append({(m[0].seq, m[1].seq, m[2].seq) for m in (r.members for r in out)})
+    out = engine.process_many(probes) + engine.flush()
     cpu = time.process_time() - start
+    # group results by their triggering tuple: the member that arrived last
+    position = {(ev.stream, ev.seq): i for i, ev in enumerate(probes)}
+    per_probe: list[set[Triple]] = [set() for _ in probes]
+    for r in out:
+        trigger = max(position.get((s, m.seq), -1) for s, m in enumerate(r.members))
+        per_probe[trigger].add((r.members[0].seq, r.members[1].seq, r.members[2].seq))
     stats = engine.stats
-    return _row(len(probes), cpu, stats.comparisons, stats.results), per_probe
+    row = _row(len(probes), cpu, stats.comparisons, stats.results)
+    row["checks"] = stats.checks
+    row["checks_per_cpu_second"] = stats.checks / max(cpu, 1e-9)
+    return row, per_probe
 
 
 def _row(tuples: int, cpu: float, comparisons: int, results: int) -> dict[str, Any]:
@@ -194,18 +203,19 @@ def run_pure_python(
 
 def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     """Run the benchmark, print a table, write join.json + join.png."""
-    n_probe = 300 if quick else 3000
-    n_python = 5 if quick else 20
+    n_probe = 200 if quick else 3000
+    n_naive = 200 if quick else 1000
+    n_python = 3 if quick else 20
     events = make_events(WINDOW_MS / 1000 + 2.0)
     warm = [e for e in events if e.ts < WINDOW_MS]
     probes = [e for e in events if e.ts >= WINDOW_MS][:n_probe]
     log.info("bench join: engine", warm=len(warm), probes=len(probes))
     engine_row, engine_found = run_engine(warm, probes)
-    log.info("bench join: naive numpy baseline", probes=len(probes))
-    naive_row, naive_found = run_naive_numpy(warm, probes)
+    log.info("bench join: naive numpy baseline", probes=n_naive)
+    naive_row, naive_found = run_naive_numpy(warm, probes[:n_naive])
     log.info("bench join: pure Python baseline", probes=n_python)
     py_row, py_found = run_pure_python(warm, probes[:n_python])
-    agree_naive = naive_found == engine_found
+    agree_naive = naive_found == engine_found[:n_naive]
     agree_python = py_found == engine_found[:n_python]
     evals = engine_row["comparisons_per_cpu_second"]
     payload = {
@@ -229,6 +239,7 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
         "results_agree_pure_python": agree_python,
         "target_comparisons_per_cpu_second": TARGET,
         "meets_target": evals >= TARGET,
+        "meets_target_counting_only_checks_run": engine_row["checks_per_cpu_second"] >= TARGET,
     }
     path = write_json("join", payload, results_dir)
     fig, ax = new_figure(size=(7.0, 4.0))

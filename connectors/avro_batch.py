@@ -3,14 +3,16 @@
 Implements the Avro 1.12 specification's binary encoding ("Binary Encoding": zig-zag
 varints for int/long, little-endian IEEE 754 for float/double, length-prefixed UTF-8 for
 string, length-prefixed bytes, one byte for boolean) for records whose fields are all
-primitive. Each field is encoded column-wise with NumPy for the whole batch and the
-records are scattered into one buffer, instead of walking the schema once per record.
+primitive. Each field is encoded column-wise with NumPy for the whole batch into a byte
+matrix, and the matrices are joined and compacted into the records' encodings, instead
+of walking the schema once per record in Python.
 
 Anything the fast path cannot take exactly as the reference encoder would (a value of an
 unexpected Python type, a long outside 64 bits, an int outside 32 bits, a missing field
-without default) raises :class:`FastPathUnsupported`; the caller then falls back to the
-per-record encoder, which produces the precise error. The output is byte-identical to
-fastavro's ``schemaless_writer`` (checked by tests/unit/connectors/test_avro_batch.py).
+without default, a string too wide for a matrix) raises :class:`FastPathError`; the
+caller then falls back to the per-record encoder, which produces the precise error. The
+output is byte-identical to fastavro's ``schemaless_writer`` (checked by
+tests/unit/connectors/test_avro_batch.py).
 """
 
 from __future__ import annotations
@@ -22,19 +24,17 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.errors import FastPathError
+
 _VARINT = ("int", "long")
 _FIXED = {"double": "<f8", "float": "<f4"}
 _BLOB = ("string", "bytes")
 _PRIMITIVES = (*_VARINT, *_FIXED, *_BLOB, "boolean")
 _INT32 = (-(2**31), 2**31 - 1)
 _NO_DEFAULT = object()
-# A zig-zagged value needs k + 1 varint bytes when it is >= 2**(7k), k = 1..9.
 _MAX_CELLS = 1 << 22  # largest string/bytes matrix (n x longest value) built per batch
+# A zig-zagged value needs k + 1 varint bytes when it is >= 2**(7k), k = 1..9.
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
-
-
-class FastPathUnsupported(Exception):  # noqa: N818 - a control-flow signal, not an error
-    """The batch holds a value the vectorized path does not handle; use the slow path."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class FlatRecordEncoder:
         except KeyError:
             pass  # some record omits a field: fill in defaults column by column
         except (TypeError, AttributeError) as exc:
-            raise FastPathUnsupported(str(exc)) from exc
+            raise FastPathError(str(exc)) from exc
         columns: list[Sequence[Any]] = []
         for field in self._fields:
             try:
@@ -103,7 +103,7 @@ class FlatRecordEncoder:
                 else:
                     columns.append([r.get(field.name, field.default) for r in records])
             except (KeyError, AttributeError, TypeError) as exc:
-                raise FastPathUnsupported(str(exc)) from exc
+                raise FastPathError(str(exc)) from exc
         return columns
 
     def encode(self, records: Sequence[Mapping[str, Any]], header: bytes = b"") -> list[bytes]:
@@ -148,9 +148,9 @@ def _numeric(column: Sequence[Any], kinds: str) -> np.ndarray:
     try:
         arr = np.asarray(column)
     except (ValueError, OverflowError) as exc:
-        raise FastPathUnsupported(str(exc)) from exc
+        raise FastPathError(str(exc)) from exc
     if arr.ndim != 1 or arr.dtype.kind not in kinds:
-        raise FastPathUnsupported(f"column of dtype {arr.dtype}")
+        raise FastPathError(f"column of dtype {arr.dtype}")
     return arr
 
 
@@ -166,33 +166,33 @@ def _encode_column(field: FlatField, column: Sequence[Any]) -> list[_Part]:
     if kind in _VARINT:
         values = _numeric(column, "iub")
         if values.dtype.kind == "u" and values.size and int(values.max()) > 2**63 - 1:
-            raise FastPathUnsupported("long out of range")
+            raise FastPathError("long out of range")
         values = values.astype(np.int64)
         if kind == "int" and values.size and (
             int(values.min()) < _INT32[0] or int(values.max()) > _INT32[1]
         ):
-            raise FastPathUnsupported("int out of range")
+            raise FastPathError("int out of range")
         return [_varint_part(values)]
     if kind in _FIXED:
         values = _numeric(column, "fiub").astype(_FIXED[kind])
         return [_Part(values.view(np.uint8).reshape(n, values.dtype.itemsize), None)]
     if kind == "boolean":
         if not all(isinstance(v, bool) for v in column):
-            raise FastPathUnsupported("non-bool in boolean column")
+            raise FastPathError("non-bool in boolean column")
         return [_Part(np.asarray(column, dtype=np.uint8).reshape(n, 1), None)]
     try:
         if kind == "string":
             payloads = list(map(str.encode, column))
         else:
             if not all(isinstance(v, bytes | bytearray) for v in column):
-                raise FastPathUnsupported("non-bytes in bytes column")
+                raise FastPathError("non-bytes in bytes column")
             payloads = [bytes(v) for v in column]
     except (TypeError, UnicodeEncodeError) as exc:
-        raise FastPathUnsupported(str(exc)) from exc
+        raise FastPathError(str(exc)) from exc
     sizes = np.array(list(map(len, payloads)), dtype=np.int64)
     width = max(1, int(sizes.max()))
     if n * width > _MAX_CELLS:
-        raise FastPathUnsupported(f"values of up to {width} bytes: too wide for a matrix")
+        raise FastPathError(f"values of up to {width} bytes: too wide for a matrix")
     # NumPy's fixed-width bytes dtype pads with NULs; ``sizes`` says which bytes are real.
     padded = np.array(payloads, dtype=f"S{width}").view(np.uint8).reshape(n, width)
     return [_varint_part(sizes), _Part(padded, sizes)]

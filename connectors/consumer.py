@@ -3,7 +3,9 @@
 :func:`consume` yields a :class:`Consumed` per decodable record and an :class:`Undecodable`
 (topic, partition, offset, raw bytes, reason) per record the serde rejects, so a bad record
 is reported, never fatal and never lost. All partitions of each topic are assigned
-directly (no group rebalance), from the beginning or from the end. Reading stops after
+directly (no group rebalance), from the beginning or from the end - or, when a group id
+is given, from that group's committed offsets (falling back to beginning/end), with the
+offsets of what was read committed on the way. Reading stops after
 ``max_records`` records, after ``idle_timeout_s`` seconds without a new record, or - with
 ``until_end`` - once every partition is read up to its end.
 """
@@ -63,6 +65,7 @@ class ConsumerConfig:
             "bootstrap.servers": self.bootstrap,
             "group.id": self.group_id or f"harvest-consume-{uuid.uuid4().hex[:12]}",
             "enable.auto.commit": self.group_id is not None,
+            "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest" if self.from_beginning else "latest",
             "enable.partition.eof": True,
         }
@@ -143,13 +146,23 @@ def consume(
     """Yield every record of ``topics`` (all partitions), decoded into ``reader`` or the
     current schema of the writer's name. Undecodable values come out as
     :class:`Undecodable`. Raises :class:`KafkaUnavailableError` if no broker answers."""
-    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import (
+        OFFSET_BEGINNING,
+        OFFSET_END,
+        OFFSET_STORED,
+        Consumer,
+        KafkaError,
+        TopicPartition,
+    )
 
     names = [validate_topic(t) for t in topics]
     consumer = Consumer(config.librdkafka())
     try:
         partitions = _wait_for_partitions(consumer, names, config, clock)
-        start = OFFSET_BEGINNING if config.from_beginning else OFFSET_END
+        if config.group_id is not None:  # resume at the group's committed offsets
+            start = OFFSET_STORED
+        else:
+            start = OFFSET_BEGINNING if config.from_beginning else OFFSET_END
         assignment = [TopicPartition(t, p, start) for t, ps in partitions.items() for p in ps]
         if not assignment:
             return
@@ -173,13 +186,15 @@ def consume(
                 item = _decode(msg, serde, reader)
                 pending_eof.add((item.topic, item.partition))
                 yield item
+                if config.group_id is not None:  # commit only what the caller has taken
+                    consumer.store_offsets(message=msg)
                 count += 1
                 last_record = clock()
                 if config.max_records is not None and count >= config.max_records:
                     return
             if config.until_end and not pending_eof:
                 return
-            if not batch and clock() - last_record >= config.idle_timeout_s:
+            if clock() - last_record >= config.idle_timeout_s:  # errors/EOFs do not count
                 return
     finally:
         consumer.close()

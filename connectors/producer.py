@@ -33,7 +33,8 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -169,7 +170,6 @@ class ProduceReport:
 
 
 _MAX_ERRORS_KEPT = 20
-_POLL_EVERY = 1000
 
 
 class _Session:
@@ -218,26 +218,38 @@ class _Session:
             self.report.topics.setdefault(name, 0)
         return name
 
-    def send(self, topic: str, key: bytes | None, value: bytes) -> None:
-        """Hand one encoded record to the client; waits while the local queue is full."""
+    def send_many(
+        self, topics: Sequence[str], keys: Sequence[bytes | None], values: Sequence[bytes]
+    ) -> None:
+        """Hand encoded records to the client; waits while its local queue is full.
+
+        A record the client refuses outright (e.g. larger than ``message.max.bytes``)
+        counts as sent and failed, with the reason in the report.
+        """
+        for name in set(topics).difference(self._known_topics):
+            self.topic(name)
         producer = self._producer
+        produce = producer.produce
+        for topic, key, value in zip(topics, keys, values, strict=True):
+            while True:
+                try:
+                    produce(topic, value, key)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+                except self._kafka_exception as exc:
+                    self._on_refused(topic, exc)
+                    break
         report = self.report
-        while True:
-            try:
-                producer.produce(topic, value, key)
-                break
-            except BufferError:
-                producer.poll(0.05)
-            except self._kafka_exception as exc:  # e.g. larger than message.max.bytes
-                report.sent += 1
-                report.failed += 1
-                if len(report.errors) < _MAX_ERRORS_KEPT:
-                    report.errors.append(f"{topic}: {exc}")
-                return
-        report.sent += 1
-        report.topics[topic] += 1
-        if report.sent % _POLL_EVERY == 0:
-            producer.poll(0)
+        report.sent += len(values)
+        for name, count in Counter(topics).items():
+            report.topics[name] += count
+        producer.poll(0)
+
+    def _on_refused(self, topic: str, exc: Exception) -> None:
+        self.report.failed += 1
+        if len(self.report.errors) < _MAX_ERRORS_KEPT:
+            self.report.errors.append(f"{topic}: {exc}")
 
     def poll(self) -> None:
         """Serve delivery reports without blocking."""
@@ -323,7 +335,7 @@ def publish(
     serde.entry(schema_name)  # unknown name: fail before connecting
     session = _Session(config, clock)
     pacer = _Pacer(pace, session.poll) if pace is not None else None
-    send, topic_for = session.send, session.topic
+    send_many = session.send_many
     iterator = iter(records)
     index = last_progress = 0
     try:
@@ -333,11 +345,15 @@ def publish(
                 values = serde.encode_many(schema_name, chunk, first_index=index)
             except SerializationError as exc:
                 error, values = exc, _encodable_prefix(serde, schema_name, chunk)
-            for record, value in zip(chunk, values, strict=False):
-                if pacer is not None:
+            head = chunk[: len(values)]
+            if pacer is None:
+                keys = [key_of(r) for r in head] if key_of is not None else [None] * len(head)
+                send_many([topic_of(r) for r in head], keys, values)
+            else:
+                for record, value in zip(head, values, strict=True):
                     pacer.wait(record)
-                key = key_of(record) if key_of is not None else None
-                send(topic_for(topic_of(record)), key, value)
+                    key = key_of(record) if key_of is not None else None
+                    send_many([topic_of(record)], [key], [value])
             index += len(values)
             if error is not None:
                 raise error
@@ -370,9 +386,11 @@ def publish_encoded(
     session = _Session(config, clock)
     last_progress = 0
     try:
-        for index, (topic, key, value) in enumerate(messages):
-            session.send(session.topic(topic), key, value)
-            if index % progress_every == 0:
+        iterator = iter(messages)
+        while chunk := list(islice(iterator, _CHUNK)):
+            topics, keys, values = zip(*chunk, strict=True)
+            session.send_many(topics, keys, values)
+            if session.report.sent - last_progress >= progress_every:
                 last_progress = _report_progress(on_progress, session.report.sent, last_progress)
     finally:
         report = session.close()

@@ -23,8 +23,8 @@ from typing import Any
 import fastavro
 import fastavro.schema as avro_schema
 
-from connectors.avro_batch import FastPathUnsupported, FlatRecordEncoder
-from pipeline.errors import SchemaNotFoundError, SerializationError
+from connectors.avro_batch import FlatRecordEncoder
+from pipeline.errors import FastPathError, SchemaNotFoundError, SerializationError
 
 MAGIC = b"\xc3\x01"
 HEADER_LEN = 10  # 2 marker bytes + 8 fingerprint bytes
@@ -209,7 +209,7 @@ class AvroSerde:
                 for lo in range(0, len(batch), _BATCH):
                     encoded += entry.batch_encoder.encode(batch[lo:lo + _BATCH], entry.header)
                 return encoded
-            except FastPathUnsupported:
+            except FastPathError:
                 pass  # the per-record path below encodes what it can and names the culprit
         header = entry.header
         parsed = entry.parsed

@@ -84,11 +84,15 @@ def measure_capacity(
     speedup: float,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Capacity:
-    """Time the full join (shedding off, K = max delay) on ``sample`` (dump records)."""
+    """Time the exact full join (shedding off, fixed K = the sample's max delay) on
+    ``sample`` (dump records)."""
+    max_delay = max((int(r["arrival_time"]) - int(r["event_time"]) for r in sample), default=0)
     exact = spec.model_copy(
         update={
             "shedding": spec.shedding.model_copy(update={"mode": "off"}),
-            "disorder": spec.disorder.model_copy(update={"mode": "max"}),
+            "disorder": spec.disorder.model_copy(
+                update={"mode": "fixed", "slack_ms": max(0, max_delay)}
+            ),
         }
     )
     index = {s: i for i, s in enumerate(spec.join.streams)}

@@ -46,7 +46,7 @@ class DemoConfig:
 
     spec_path: Path = DEMO_SPEC
     duration_s: float = 120.0
-    speedup: float = 4.0
+    speedup: float = 8.0
     load: float = 2.0
     rate: float | None = None  # tuples/s per stream; None = load × measured capacity
     lags_s: tuple[float, ...] = (0.0, 5.0, 15.0)
@@ -56,7 +56,7 @@ class DemoConfig:
     master: str = "local[2]"
     sample_rate: float = 50.0
     sample_seconds: float = 20.0
-    max_rate: float = 400.0
+    max_rate: float = 200.0
     out_dir: Path | None = None
     job_timeout_s: float = 420.0
     idle_s: float = 12.0

@@ -21,7 +21,10 @@ def per_second(times_ms: Sequence[int], start_ms: int, seconds: int, bucket_s: i
     return [float(c) / bucket_s for c in counts]
 
 
-def metric_series(metrics: Sequence[dict[str, Any]], key: str) -> dict[str, list[tuple[int, float]]]:
+Series = dict[str, list[tuple[int, float]]]
+
+
+def metric_series(metrics: Sequence[dict[str, Any]], key: str) -> Series:
     """``instance -> [(time, value)]`` sorted by time, for one metrics field."""
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for row in metrics:

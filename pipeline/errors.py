@@ -44,3 +44,8 @@ class TopicError(HarvestError):
 
 class JobFailedError(HarvestError):
     """The Spark streaming query stopped with an error (the message carries Spark's)."""
+
+
+class FastPathError(SerializationError):
+    """A batch the vectorized Avro encoder cannot encode exactly as the reference encoder
+    would; the serde falls back to per-record encoding (which names a bad record)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -51,7 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=10.0,
         help="stop after this many seconds without a new record (default 10)",
     )
-    p.add_argument("--group", default=None, help="consumer group id (default: a fresh one)")
+    p.add_argument(
+        "--group",
+        default=None,
+        help="consumer group id: resume at its committed offsets and commit what is read "
+        "(default: a fresh group, nothing committed)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -67,10 +73,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     items = consume([args.topic], config=config, serde=serde)
     out = sys.stdout
-    if args.format == "jsonl":
-        good, bad = write_jsonl(items, out)
-    else:
-        good, bad = write_tables(items, out)
+    try:
+        if args.format == "jsonl":
+            good, bad = write_jsonl(items, out)
+        else:
+            good, bad = write_tables(items, out)
+    except BrokenPipeError:  # e.g. `harvest consume ... | head`: the reader is gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     log.info("consumed", topic=args.topic, records=good, undecodable=bad)
     return 0
 

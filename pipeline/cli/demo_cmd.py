@@ -21,14 +21,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--duration", type=positive_float, default=120.0,
                    help="seconds of stream time (default 120)")
-    p.add_argument("--speedup", type=positive_float, default=4.0,
-                   help="replay speed: X × real time (default 4)")
+    p.add_argument("--speedup", type=positive_float, default=8.0,
+                   help="replay speed: X × real time (default 8)")
     p.add_argument("--load", type=positive_float, default=2.0,
                    help="input rate as a multiple of the measured full-join capacity (2)")
     p.add_argument("--rate", type=positive_float, default=None,
                    help="tuples/s per stream (skips the capacity measurement)")
-    p.add_argument("--max-rate", type=positive_float, default=400.0,
-                   help="upper bound on the derived rate, tuples/s per stream (400)")
+    p.add_argument("--max-rate", type=positive_float, default=200.0,
+                   help="upper bound on the derived rate, tuples/s per stream (200)")
     p.add_argument("--disorder", default="zipf:max=3000,skew=2",
                    help="delay model (see `harvest produce --help`)")
     p.add_argument("--lags", type=float_list(), default=[0.0, 5.0, 15.0],

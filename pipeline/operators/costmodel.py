@@ -70,7 +70,9 @@ def window_ranking(scores: FloatArray) -> IntArray:
 class HarvestModel:
     """Inputs of the cost/output model for one adaptation step.
 
-    rates: λ_i (tuples/s); window_tuples: S_l = λ_l·w_l; selectivity: σ (m×m);
+    rates: λ_i (tuples/s); window_tuples: S_l = λ_l·w_l; selectivity: σ (m×m) at the
+    first position of an order; deep_selectivity: σ at later positions (the share of
+    partial results a window extends; None = the same as ``selectivity``);
     orders: R_i (m×(m−1) stream indices); n_windows: n_l per stream;
     yields: P tables, ``yields[i][j]`` of length n_{r_{i,j}} + 1; tuple_cost: c_t.
     """
@@ -82,6 +84,7 @@ class HarvestModel:
     n_windows: tuple[int, ...]
     yields: tuple[tuple[tuple[float, ...], ...], ...]
     tuple_cost: float = 0.0
+    deep_selectivity: tuple[tuple[float, ...], ...] | None = None
 
     @staticmethod
     def build(
@@ -91,6 +94,7 @@ class HarvestModel:
         scores: list[list[FloatArray]],
         orders: IntArray | None = None,
         tuple_cost: float = 0.0,
+        deep_selectivity: FloatArray | None = None,
     ) -> HarvestModel:
         """Validate and freeze; ``scores[i][j]`` is p^k_{i,j}, k = 1..n_{r_{i,j}}."""
         lam = np.asarray(rates, dtype=np.float64)
@@ -125,6 +129,8 @@ class HarvestModel:
             n_windows=tuple(n),
             yields=tuple(ytab),
             tuple_cost=float(tuple_cost),
+            deep_selectivity=None if deep_selectivity is None else tuple(
+                tuple(float(v) for v in r) for r in np.asarray(deep_selectivity)),
         )
 
     @property
@@ -170,7 +176,11 @@ class ModelArrays:
         order = np.asarray(model.orders, dtype=np.int64)
         m = model.m
         s = np.asarray(model.window_tuples, dtype=np.float64)
-        sel = np.asarray(model.selectivity, dtype=np.float64)
+        rows = np.arange(m)[:, None]
+        sel = np.asarray(model.selectivity, dtype=np.float64)[rows, order]
+        if model.deep_selectivity is not None:
+            deep = np.asarray(model.deep_selectivity, dtype=np.float64)[rows, order]
+            sel[:, 1:] = deep[:, 1:]
         nmax = model.max_counts()
         width = int(nmax.max()) + 1
         ytab = np.zeros((m, m - 1, width), dtype=np.float64)
@@ -182,7 +192,7 @@ class ModelArrays:
         return ModelArrays(
             lam=np.asarray(model.rates, dtype=np.float64),
             seg=s[order],
-            sel=sel[np.arange(m)[:, None], order],
+            sel=sel,
             nmax=nmax,
             ytab=ytab,
             tuple_cost=model.tuple_cost,

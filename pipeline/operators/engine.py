@@ -29,7 +29,9 @@ MAX_BOUNDARIES_PER_TICK = 1000
 @dataclass
 class EngineStats:
     """Counters: inputs, results, dropped (shedder), late (inserted, not probed),
-    discarded (too late for the window), comparisons, cost (comparisons + per-tuple cost)."""
+    discarded (too late for the window), comparisons (nested-loop tuple comparisons, the
+    cost-model unit), checks (pair predicate evaluations actually run), cost
+    (comparisons + per-tuple cost)."""
 
     inputs: int = 0
     results: int = 0
@@ -37,6 +39,7 @@ class EngineStats:
     late: int = 0
     discarded: int = 0
     comparisons: int = 0
+    checks: int = 0
     cost: float = 0.0
 
 
@@ -177,6 +180,7 @@ class Engine:
         cost = res.cost + self.config.tuple_cost
         self.shedder.charge(cost, self.clock)
         stats.comparisons += res.cost
+        stats.checks += res.checks
         stats.cost += cost
         stats.results += res.count
         return self._results(res) if res.count else []

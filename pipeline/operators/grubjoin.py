@@ -21,6 +21,7 @@ import numpy as np
 
 from pipeline.errors import OperatorStateError
 from pipeline.operators.correlation import CorrelationConfig, LagHistograms
+from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.events import Event
 from pipeline.operators.greedy import greedy_double_sided
 from pipeline.operators.harvest import OnlineStats, build_model, harvest_plans, shred_plan
@@ -64,6 +65,8 @@ class GrubJoinShedder:
         self.rng = np.random.default_rng(sh.seed)
         self.plans: tuple[ProbePlan, ...] | None = None  # None = full scans, default order
         self.fractions: list[list[float]] = [[1.0] * (config.m - 1) for _ in range(config.m)]
+        self.model_cost: float | None = None  # C({z}) of the configuration in force
+        self.z_model = 1.0
 
     @classmethod
     def create(cls, config: EngineConfig, clock: Callable[[], float] | None = None,
@@ -81,10 +84,7 @@ class GrubJoinShedder:
 
     def plan(self, direction: int) -> ProbePlan | None:
         if self.rng.random() < self.config.shedding.shred_rate:
-            current = self.plans[direction] if self.plans is not None else None
-            order = current.order if current is not None and current.order is not None else (
-                tuple(j for j in range(self.config.m) if j != direction))
-            return shred_plan(order, self.n_windows[order[0]], self.throttle.z, self.rng)
+            return shred_plan(direction, self.n_windows, self.throttle.z, self.rng)
         return None if self.plans is None else self.plans[direction]
 
     def charge(self, cost: float, now: int) -> None:
@@ -100,6 +100,7 @@ class GrubJoinShedder:
         """One adaptation step (GrubJoin §IV-A, §IV-C, §IV-D, §V); a metrics row."""
         sh = self.config.shedding
         reading = self.budget.measure(now, sh.adapt_interval_ms)
+        z_old = self.throttle.z
         z = self.throttle.update(reading.beta, reading.headroom)
         rates = self.stats.rates(sh.adapt_interval_ms)
         if rates.sum() > 0:
@@ -108,8 +109,10 @@ class GrubJoinShedder:
                 [p.order for p in self.plans], dtype=np.int64)
             model, scores = build_model(rates, self.config.windows, self.stats.selectivity(),
                                         score_fn, sh.tuple_cost, previous)
-            counts = greedy_double_sided(model, z, sh.heuristic)
+            self.z_model = self._model_fraction(model, z, z_old)
+            counts = greedy_double_sided(model, self.z_model, sh.heuristic)
             self.plans = harvest_plans(model, counts, scores)
+            self.model_cost = float(model.evaluate(counts)[0])
             self.fractions = model.fractions(counts).round(4).tolist()
         self.hist.age()
         self.stats.age()
@@ -117,6 +120,7 @@ class GrubJoinShedder:
             "time": now,
             "mode": "grubjoin",
             "z": round(z, 6),
+            "z_model": round(self.z_model, 6),
             "beta": round(min(reading.beta, 1e6), 6),
             "harvest_fractions": self.fractions,
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
@@ -126,6 +130,21 @@ class GrubJoinShedder:
             "rates_in": [round(float(r), 3) for r in rates],
             "cost": round(reading.cost, 3),
         }
+
+    def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
+        """The throttle fraction handed to the solver, in the model's own cost units.
+
+        Ours: the model's costs can be off by a factor that differs between small and
+        full configurations (estimated σ, yields). The throttle scales the *measured*
+        cost of the configuration in force by z/z_old, so its *modelled* cost (kept from
+        the previous step) is scaled the same way:
+        z_model = max(z, (z/z_old)·C_prev({z_old})/C(1)), capped at 1. The solver then
+        keeps C({z}) ≤ z_model·C(1) (GrubJoin §IV-C).
+        """
+        full = model.full_cost()
+        if self.model_cost is None or z >= 1.0 or full <= 0:
+            return z
+        return float(min(1.0, max(z, z / z_old * self.model_cost / full)))
 
     def _flat(self, i: int, l: int) -> np.ndarray:
         n = self.n_windows[l]
@@ -142,6 +161,8 @@ class GrubJoinShedder:
             "rng": self.rng.bit_generator.state,
             "plans": None if self.plans is None else [_plan_to_data(p) for p in self.plans],
             "fractions": [list(r) for r in self.fractions],
+            "model_cost": self.model_cost,
+            "z_model": self.z_model,
         }
 
     @classmethod
@@ -160,6 +181,9 @@ class GrubJoinShedder:
             plans = snap["plans"]
             obj.plans = None if plans is None else tuple(_plan_from_data(p) for p in plans)
             obj.fractions = [list(map(float, r)) for r in snap["fractions"]]
+            cost = snap["model_cost"]
+            obj.model_cost = None if cost is None else float(cost)
+            obj.z_model = float(snap["z_model"])
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
         return obj

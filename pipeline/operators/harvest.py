@@ -40,28 +40,33 @@ ORDER_MARGIN = 0.7
 
 
 class OnlineStats:
-    """Per-Δ arrival counts and aged selectivity sums per (direction, partner)."""
+    """Per-Δ arrival counts and aged selectivity sums per (direction, partner).
+
+    ``first`` sums come from the first position of a probe's order (σ of the pair),
+    ``deep`` sums from later positions (the share of partial results a window extends,
+    which depends on the time correlations of all members so far).
+    """
 
     def __init__(self, m: int, decay: float = 0.5) -> None:
         self.m = m
         self.decay = decay
         self.arrivals = np.zeros(m, dtype=np.int64)
-        self.matches = np.zeros((m, m), dtype=np.float64)
-        self.compared = np.zeros((m, m), dtype=np.float64)
+        self.sums = np.zeros((4, m, m), dtype=np.float64)  # first/deep × matches/compared
 
     def observe_arrival(self, stream: int) -> None:
         self.arrivals[stream] += 1
 
     def observe_probe(self, fb: ProbeFeedback) -> None:
-        """σ_{i,l} sums: matches at position j = partials entering j+1 (or results)."""
+        """Matches at position j = partials entering j+1 (or the results at the end)."""
         entering = list(fb.partials)
         for j, l in enumerate(fb.order):
             if j >= len(entering) or fb.scanned[j] <= 0:
                 break
             found = entering[j + 1] if j + 1 < len(entering) else (
                 fb.results if j == len(fb.order) - 1 else 0)
-            self.matches[fb.direction, l] += found
-            self.compared[fb.direction, l] += fb.scanned[j]
+            base = 0 if j == 0 else 2
+            self.sums[base, fb.direction, l] += found
+            self.sums[base + 1, fb.direction, l] += fb.scanned[j]
 
     def rates(self, interval_ms: int) -> FloatArray:
         """λ_i over the last interval, tuples per second; resets the counts."""
@@ -69,30 +74,37 @@ class OnlineStats:
         self.arrivals[:] = 0
         return lam
 
-    def selectivity(self) -> FloatArray:
-        """σ matrix; unmeasured pairs borrow the reverse direction or the default."""
+    def _estimate(self, base: int) -> FloatArray:
+        compared = self.sums[base + 1]
         with np.errstate(invalid="ignore", divide="ignore"):
-            own = np.where(self.compared > 0, self.matches / self.compared, np.nan)
-        sel = np.where(np.isnan(own), own.T, own)
-        sel = np.where(np.isnan(sel), DEFAULT_SELECTIVITY, sel)
-        np.fill_diagonal(sel, 0.0)
-        return sel
+            return np.where(compared > 0, self.sums[base] / compared, np.nan)
+
+    def selectivity(self) -> tuple[FloatArray, FloatArray]:
+        """(first-position σ, later-position σ); gaps filled from the reverse direction,
+        then from the other kind, then :data:`DEFAULT_SELECTIVITY`."""
+        first, deep = self._estimate(0), self._estimate(2)
+        first = np.where(np.isnan(first), first.T, first)
+        deep = np.where(np.isnan(deep), deep.T, deep)
+        first, deep = np.where(np.isnan(first), deep, first), np.where(np.isnan(deep), first, deep)
+        out = []
+        for sel in (first, deep):
+            sel = np.where(np.isnan(sel), DEFAULT_SELECTIVITY, sel)
+            np.fill_diagonal(sel, 0.0)
+            out.append(sel)
+        return out[0], out[1]
 
     def age(self) -> None:
-        self.matches *= self.decay
-        self.compared *= self.decay
+        self.sums *= self.decay
 
     def snapshot(self) -> dict[str, Any]:
-        return {"arrivals": self.arrivals.copy(), "matches": self.matches.copy(),
-                "compared": self.compared.copy()}
+        return {"arrivals": self.arrivals.copy(), "sums": self.sums.copy()}
 
     @classmethod
     def from_snapshot(cls, m: int, decay: float, snap: dict[str, Any]) -> OnlineStats:
         obj = cls(m, decay)
         try:
             obj.arrivals[:] = np.asarray(snap["arrivals"], dtype=np.int64)
-            obj.matches[:] = np.asarray(snap["matches"], dtype=np.float64)
-            obj.compared[:] = np.asarray(snap["compared"], dtype=np.float64)
+            obj.sums[:] = np.asarray(snap["sums"], dtype=np.float64)
         except (KeyError, ValueError) as exc:
             raise OperatorStateError(f"harvest stats: bad snapshot: {exc!r}") from exc
         return obj
@@ -100,16 +112,15 @@ class OnlineStats:
 
 def stable_orders(selectivity: FloatArray, previous: IntArray | None,
                   margin: float = ORDER_MARGIN) -> IntArray:
-    """Low-selectivity-first orders (MJoin; GrubJoin §V) on the symmetrized σ, with
-    hysteresis (ours): a direction keeps its previous order unless the new order's
+    """Low-selectivity-first orders (MJoin; GrubJoin §V) on each direction's own σ_{i,l},
+    with hysteresis (ours): a direction keeps its previous order unless the new order's
     first selectivity is below ``margin`` × the previous first one, so estimation
     noise between near-equal selectivities does not flip plans every Δ."""
-    sym = (selectivity + selectivity.T) / 2.0
-    orders = join_orders(sym)
+    orders = join_orders(selectivity)
     if previous is None:
         return orders
     for i in range(orders.shape[0]):
-        if sym[i, orders[i, 0]] >= margin * sym[i, previous[i, 0]]:
+        if selectivity[i, orders[i, 0]] >= margin * selectivity[i, previous[i, 0]]:
             orders[i] = previous[i]
     return orders
 
@@ -117,21 +128,22 @@ def stable_orders(selectivity: FloatArray, previous: IntArray | None,
 def build_model(
     rates: FloatArray,
     windows_ms: tuple[int, ...],
-    selectivity: FloatArray,
+    selectivity: tuple[FloatArray, FloatArray],
     score_fn: Callable[[int, int], FloatArray],
     tuple_cost: float,
     previous_orders: IntArray | None = None,
 ) -> tuple[HarvestModel, list[list[FloatArray]]]:
     """The §IV-C model for this step and the raw scores p^k_{i,j} (for the rankings).
 
-    S_l = λ_l·w_l; orders from :func:`stable_orders`; each direction then uses its own
-    measured σ_{i,l}.
+    S_l = λ_l·w_l; ``selectivity`` = (first-position σ, later-position σ) from
+    :meth:`OnlineStats.selectivity`; orders from :func:`stable_orders` on the first.
     """
     m = len(windows_ms)
-    orders = stable_orders(selectivity, previous_orders)
+    first, deep = selectivity
+    orders = stable_orders(first, previous_orders)
     scores = [[score_fn(i, int(orders[i, j])) for j in range(m - 1)] for i in range(m)]
     seg = rates * np.asarray(windows_ms, dtype=np.float64) / 1000.0
-    model = HarvestModel.build(rates, seg, selectivity, scores, orders, tuple_cost)
+    model = HarvestModel.build(rates, seg, first, scores, orders, tuple_cost, deep)
     return model, scores
 
 
@@ -152,9 +164,16 @@ def harvest_plans(model: HarvestModel, counts: IntArray,
     return tuple(plans)
 
 
-def shred_plan(order: tuple[int, ...], n_first: int, z: float,
+def shred_plan(direction: int, n_windows: tuple[int, ...], z: float,
                rng: np.random.Generator) -> ProbePlan:
-    """Window shredding (GrubJoin §V-B): ⌈z·n⌉ evenly spread windows first, rest full."""
+    """Window shredding (GrubJoin §V-B): ⌈z·n⌉ evenly spread windows first, rest full.
+
+    The order is a random permutation of the other streams (ours), so every pair is
+    seen at the first position and its selectivity is measured without conditioning.
+    """
+    others = [j for j in range(len(n_windows)) if j != direction]
+    order = tuple(int(v) for v in rng.permutation(others))
+    n_first = n_windows[order[0]]
     count = min(n_first, max(1, math.ceil(z * n_first)))
     offset = int(rng.integers(n_first))
     first = tuple(sorted({(offset + (v * n_first) // count) % n_first for v in range(count)}))

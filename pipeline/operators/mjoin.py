@@ -31,6 +31,8 @@ from pipeline.operators.windows import StreamWindow
 
 I64 = NDArray[np.int64]
 NEG_INF = -(2**62)
+#: every SAMPLE_EVERY-th probe of a direction also measures σ_{i,l} against every window
+SAMPLE_EVERY = 32
 
 
 class Outcome(Enum):
@@ -73,6 +75,9 @@ class JoinOutput:
     tss: I64
     cost: int
     feedback: ProbeFeedback | None = None
+    #: pair predicate evaluations actually performed (≤ cost: rows failing the probing
+    #: tuple are not compared with the partial results)
+    checks: int = 0
 
     @property
     def count(self) -> int:
@@ -89,9 +94,13 @@ class MWayJoin:
             StreamWindow(w, config.basic_window_ms, config.predicate) for w in config.windows
         ]
         self.join_time = NEG_INF
-        self.default_orders: tuple[tuple[int, ...], ...] = tuple(
+        self.others: tuple[tuple[int, ...], ...] = tuple(
             tuple(j for j in range(m) if j != i) for i in range(m)
         )
+        # pairwise selectivity samples σ_{i,l} = matches / comparisons (GrubJoin §V order)
+        self.sel_matches = np.zeros((m, m), dtype=np.float64)
+        self.sel_trials = np.zeros((m, m), dtype=np.float64)
+        self.probes = np.zeros(m, dtype=np.int64)
 
     # ------------------------------------------------------------------ Alg. 2
     def process(
@@ -117,6 +126,31 @@ class MWayJoin:
         """Insert without probing (benchmark warm-up, state rebuild)."""
         self.windows[stream].insert(ts, seq, enc)
 
+    def selectivities(self) -> NDArray[np.float64]:
+        """Sampled pairwise selectivities σ_{i,l} (NaN where not yet sampled)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.sel_trials > 0, self.sel_matches / self.sel_trials, np.nan)
+
+    def default_order(self, stream: int) -> tuple[int, ...]:
+        """MJoin's order for direction ``stream``: lowest sampled σ_{i,l} first (ties and
+        unsampled streams by index), so partial results stay few (GrubJoin §V)."""
+        sel = self.selectivities()[stream]
+        return tuple(sorted(self.others[stream], key=lambda l: (np.nan_to_num(sel[l], nan=2.0), l)))
+
+    def _sample_selectivity(self, stream: int, ts: int, left: Any) -> int:
+        """Match the probing tuple alone against every other window; returns comparisons."""
+        pred: Any = self.config.predicate
+        cost = 0
+        for l in self.others[stream]:
+            for bw, rows in self.windows[l].in_range(ts - self.config.windows[l]):
+                n = len(bw) if rows is None else int(rows.size)
+                self.sel_matches[stream, l] += int(
+                    np.count_nonzero(pred.match(left, bw.feats, rows))
+                )
+                self.sel_trials[stream, l] += n
+                cost += n
+        return cost
+
     def cross_count(self, stream: int, ts: int) -> int:
         """n^× = Π_{j≠i} |S_j[W_j]| for a tuple of ``stream`` at ``ts`` (Ji §3.5)."""
         prod = 1
@@ -141,12 +175,16 @@ class MWayJoin:
         """Match a tuple against the other windows along its join order (NLJ, vectorized)."""
         cfg = self.config
         pred: Any = cfg.predicate  # its store/side types pair up per predicate kind
-        order = self._order(stream, plan)
         b = cfg.basic_window_ms
         p_ts: dict[int, I64] = {stream: np.array([ts], np.int64)}
         p_seq: dict[int, I64] = {stream: np.array([seq], np.int64)}
         p_side: dict[int, Any] = {stream: pred.left_one(enc)}
-        cost, k = 0, 1
+        cost, k, checks = 0, 1, 0
+        if plan is None or plan.order is None:
+            if self.probes[stream] % SAMPLE_EVERY == 0:
+                cost += self._sample_selectivity(stream, ts, p_side[stream])
+            self.probes[stream] += 1
+        order = self._order(stream, plan)
         scanned: list[int] = []
         entering: list[int] = []
         for pos, l in enumerate(order):
@@ -169,15 +207,27 @@ class MWayJoin:
                     if rows.size == 0:
                         continue
                 n = len(bw) if rows is None else int(rows.size)
-                scanned_here += k * n
-                mask = None
-                for s in p_side:  # 1×n (probing tuple) broadcasts against k×n
-                    mm = pred.match(p_side[s], bw.feats, rows)
-                    mask = mm if mask is None else (mask & mm)
-                assert mask is not None
-                if mask.shape[0] != k:
-                    mask = np.broadcast_to(mask, (k, mask.shape[1]))
-                pi, qi = np.nonzero(mask)
+                scanned_here += k * n  # the NLJ's tuple comparisons (GrubJoin cost unit)
+                # every member must match the probing tuple: test that first (1×n) and
+                # compare the k partial results only with the rows that pass it
+                hit = pred.match(p_side[stream], bw.feats, rows)[0]
+                checks += n
+                if len(p_side) > 1:
+                    cols = np.flatnonzero(hit)
+                    if cols.size == 0:
+                        continue
+                    rows = cols if rows is None else rows[cols]
+                    mask = None
+                    for s in p_side:
+                        if s != stream:
+                            mm = pred.match(p_side[s], bw.feats, rows)
+                            mask = mm if mask is None else (mask & mm)
+                    assert mask is not None
+                    checks += k * int(rows.size) * (len(p_side) - 1)
+                    pi, qi = np.nonzero(mask)
+                else:
+                    qi = np.flatnonzero(hit)
+                    pi = np.zeros(qi.size, dtype=np.int64)
                 if pi.size == 0:
                     continue
                 rr = qi if rows is None else rows[qi]
@@ -191,7 +241,7 @@ class MWayJoin:
             if not idx_chunks:
                 empty = np.zeros((0, cfg.m), np.int64)
                 fb = self._feedback(stream, ts, order, plan, {}, scanned, 0, cost, entering)
-                return JoinOutput(Outcome.PROBED, empty, empty, cost, fb)
+                return JoinOutput(Outcome.PROBED, empty, empty, cost, fb, checks)
             pick = np.concatenate(idx_chunks)
             for s in list(p_side):
                 p_ts[s] = p_ts[s][pick]
@@ -206,13 +256,13 @@ class MWayJoin:
         seqs = np.stack([p_seq[s] for s in range(cfg.m)], axis=1)
         tss = np.stack([p_ts[s] for s in range(cfg.m)], axis=1)
         fb = self._feedback(stream, ts, order, plan, p_ts, scanned, k, cost, entering)
-        return JoinOutput(Outcome.PROBED, seqs, tss, cost, fb)
+        return JoinOutput(Outcome.PROBED, seqs, tss, cost, fb, checks)
 
     def _order(self, stream: int, plan: ProbePlan | None) -> tuple[int, ...]:
         if plan is None or plan.order is None:
-            return self.default_orders[stream]
+            return self.default_order(stream)
         order = tuple(plan.order)
-        if sorted(order) != list(self.default_orders[stream]):
+        if sorted(order) != list(self.others[stream]):
             raise ConfigError(f"probe plan order {order} is not a permutation of the others")
         return order
 
@@ -250,7 +300,13 @@ class MWayJoin:
         return sum(w.size() for w in self.windows)
 
     def snapshot(self) -> dict[str, Any]:
-        return {"join_time": self.join_time, "windows": [w.snapshot() for w in self.windows]}
+        return {
+            "join_time": self.join_time,
+            "windows": [w.snapshot() for w in self.windows],
+            "sel_matches": self.sel_matches.copy(),
+            "sel_trials": self.sel_trials.copy(),
+            "probes": self.probes.copy(),
+        }
 
     @classmethod
     def from_snapshot(cls, config: JoinConfig, snap: dict[str, Any]) -> MWayJoin:
@@ -263,6 +319,9 @@ class MWayJoin:
                 )
             for win, ws in zip(join.windows, snap["windows"], strict=True):
                 win.restore(ws)
+            join.sel_matches = np.array(snap["sel_matches"], dtype=np.float64)
+            join.sel_trials = np.array(snap["sel_trials"], dtype=np.float64)
+            join.probes = np.array(snap["probes"], dtype=np.int64)
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore join snapshot: {exc!r}") from exc
         return join

@@ -18,7 +18,10 @@ Metrics row per adaptation: ``time``, ``k_ms``, ``recall_target`` (Γ),
 chosen K), ``estimated_period_recall`` (N_prod(P−L)/N_true(P−L) from the Result-Size
 Monitor — the operator's own estimate, since it cannot see the true results),
 ``measured_recall`` (always None here: the true recall needs the oracle and is computed
-by the benchmark/evaluator), and diagnostics (MaxD^H, K^sync, rates, ADWIN widths).
+by the benchmark/evaluator), and scalar diagnostics: ``max_delay_ms`` (MaxD^H),
+``ksync_max_ms`` (largest K_i^sync), ``rate_in`` (Σ r_i, tuples/s), ``stat_window_min``
+(smallest ADWIN window), ``results_interval``, ``n_true_interval``, ``n_true_next``, and
+``adapt_ms`` (duration of the step by the injected ``timer``, when one is set).
 
 The model's basic window b is ``granularity_ms`` (the paper's default b = g = 10 ms);
 it is independent of GrubJoin's ``shedding.basic_window_ms``.
@@ -59,7 +62,7 @@ class QualityConfig:
     interval_ms: int
     granularity_ms: int
     windows_ms: tuple[int, ...]
-    late_estimate: LateEstimate = "mean"
+    late_estimate: LateEstimate = "max"
     eq_sel: bool = False
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
 
@@ -173,9 +176,9 @@ class QualityPolicy:
             "estimated_period_recall": (prod_past / true_past) if true_past > 0 else None,
             "measured_recall": None,
             "max_delay_ms": summary.max_delay_ms,
-            "ksync_ms": list(summary.ksync_ms),
-            "rates_per_s": list(summary.rates_per_s),
-            "stat_window": list(summary.widths),
+            "ksync_max_ms": max(summary.ksync_ms),
+            "rate_in": sum(summary.rates_per_s),
+            "stat_window_min": min(summary.widths),
             "results_interval": produced,
             "n_true_interval": n_true_interval,
             "n_true_next": n_true_next,

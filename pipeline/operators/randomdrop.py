@@ -118,7 +118,6 @@ class RandomDropShedder:
         self.rng = np.random.default_rng(sh.seed)
         self.keep = np.ones(config.m)
         self.random_drops = 0
-        self._sample = ProbePlan(feedback=True)
 
     @classmethod
     def create(cls, config: EngineConfig, clock: Callable[[], float] | None = None,
@@ -136,7 +135,12 @@ class RandomDropShedder:
         return self.budget.admit(now)
 
     def plan(self, direction: int) -> ProbePlan | None:
-        return self._sample if self.rng.random() < self.config.shedding.shred_rate else None
+        """Full scans; a fraction ω reports feedback, in a random order (σ of all pairs)."""
+        if self.rng.random() >= self.config.shedding.shred_rate:
+            return None
+        others = [j for j in range(self.config.m) if j != direction]
+        order = tuple(int(v) for v in self.rng.permutation(others))
+        return ProbePlan(order=order, feedback=True)
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)

@@ -336,3 +336,16 @@ def test_latest_skips_old_records_and_reads_new_ones(
         thread.join(timeout=30)
     assert len(got) == 1 and isinstance(got[0], Consumed)
     assert got[0].record["seq"] >= 100 and got[0].offset >= len(old)
+
+
+@pytest.mark.kafka
+def test_a_named_group_resumes_where_it_stopped(kafka_bootstrap: str, topic_prefix: str) -> None:
+    topic = results_topic(topic_prefix)
+    records = [{"id": f"r{i}", "result_time": i, "members": []} for i in range(5)]
+    publish(records, config=producer_config(kafka_bootstrap), serde=SERDE,
+            schema_name="join_result", topic_of=always(topic))
+    group = f"{topic_prefix}-group"
+    first = read_all(kafka_bootstrap, [topic], group_id=group, max_records=3)
+    rest = read_all(kafka_bootstrap, [topic], group_id=group)
+    assert [g.offset for g in first] == [0, 1, 2]
+    assert [g.offset for g in rest] == [3, 4]

@@ -25,9 +25,7 @@ def make_dump(
     out: list[dict[str, Any]] = []
     for s in range(m):
         ts = np.cumsum(rng.integers(0, max_gap + 1, size=n))
-        delay = np.where(
-            rng.random(n) < late_share, rng.integers(0, max_delay + 1, size=n), 0
-        )
+        delay = np.where(rng.random(n) < late_share, rng.integers(0, max_delay + 1, size=n), 0)
         for q in range(n):
             kws = rng.choice(len(WORDS), size=int(rng.integers(0, 4)), replace=False)
             out.append(

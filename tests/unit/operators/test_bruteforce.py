@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 from pipeline.errors import ConfigError
 from pipeline.operators.bruteforce import exhaustive, optimal
+from pipeline.operators.costmodel import HarvestModel
 from tests.unit.operators.harvest_models import random_model
 from tests.unit.operators.test_costmodel import loop_model
 
 
-def python_optimum(model, z: float) -> float:  # type: ignore[no-untyped-def]
+def python_optimum(model: HarvestModel, z: float) -> float:
     """Every configuration, one at a time, with the loop model (the oracle)."""
     m = model.m
     budget = z * loop_model(model, model.max_counts())[0]

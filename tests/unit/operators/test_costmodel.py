@@ -32,7 +32,9 @@ def loop_model(model: HarvestModel, counts: np.ndarray) -> tuple[float, float]:
             s = model.window_tuples[l]
             c_i += z * s * n_ij
             p = model.yields[i][j][counts[i][j]]
-            n_ij *= p * model.selectivity[i][l] * s
+            sel = model.selectivity if j == 0 or model.deep_selectivity is None else (
+                model.deep_selectivity)
+            n_ij *= p * sel[i][l] * s
         cost += model.rates[i] * c_i
         out += model.rates[i] * n_ij
     return cost, out
@@ -44,6 +46,12 @@ def loop_model(model: HarvestModel, counts: np.ndarray) -> tuple[float, float]:
 def test_vectorized_model_matches_loops(seed: int, m: int, n: int, tc: float,
                                         data: st.DataObject) -> None:
     model = random_model(seed, m, n, tc)
+    if seed % 2:  # a separate σ for later positions
+        model = HarvestModel.build(
+            np.array(model.rates), np.array(model.window_tuples), np.array(model.selectivity),
+            [[np.diff(np.array(y)) for y in row] for row in model.yields],
+            np.array(model.orders), model.tuple_cost,
+            deep_selectivity=np.array(model.selectivity) * 0.3)
     counts = np.array(data.draw(st.lists(st.lists(st.integers(0, n), min_size=m - 1,
                                                   max_size=m - 1), min_size=m, max_size=m)))
     cost, out = model.evaluate(counts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from tests.unit.operators.streams import make_dump, make_spec, to_events
 PREDICATES = ["equi", "band", "distance", "cosine", "custom"]
 
 
-def _custom(left: dict[str, Any], right: dict[str, Any]) -> Any:
+def _custom(left: Mapping[str, Any], right: Mapping[str, Any]) -> Any:
     """A user predicate: values within 1.0 AND x-coordinates within 4.0 (vectorized)."""
     return (np.abs(left["value"] - right["value"]) <= 1.0) & (np.abs(left["x"] - right["x"]) <= 4.0)
 
@@ -73,8 +74,9 @@ def test_exact_with_k_at_least_max_delay(
 @given(seed=st.integers(0, 10_000), m=st.integers(2, 4), max_delay=st.integers(1, 300))
 def test_k_zero_precision_is_one(seed: int, m: int, max_delay: int) -> None:
     """Disorder loses results but never invents one (precision = 1)."""
-    spec = make_spec(m, "equi", [150] * m, disorder={"mode": "none"},
-                     shedding={"basic_window_ms": 40})
+    spec = make_spec(
+        m, "equi", [150] * m, disorder={"mode": "none"}, shedding={"basic_window_ms": 40}
+    )
     dump = make_dump(seed, m, 30, max_delay=max_delay, late_share=0.5)
     truth = {r.id for r in brute_force_oracle(spec.join, dump)}
     got = run_engine(EngineConfig.from_spec(spec), to_events(dump, spec))
@@ -103,18 +105,27 @@ def _late_dump() -> list[dict[str, Any]]:
     ],
 )
 def test_recall_under_disorder(mode: str, slack_ms: int, lost: int) -> None:
-    """s1@50 has delay ^1T − ts = 100 − 50 = 50: K ≤ 40 (one tuple gap below it) certainly loses its results, K ≥ 50
-    loses none; Max-K-slack raises K only when s1@50 arrives, too late for s1@50 itself."""
-    spec = make_spec(2, "equi", [20, 20], disorder={"mode": mode, "slack_ms": slack_ms},
-                     shedding={"basic_window_ms": 10})
+    """s1@50 has delay ^1T − ts = 100 − 50 = 50: K ≤ 40 (a tuple gap below it) certainly
+    loses results, K ≥ 50 loses none; Max-K-slack raises K only when s1@50 arrives, too
+    late for s1@50 itself."""
+    spec = make_spec(
+        2,
+        "equi",
+        [20, 20],
+        disorder={"mode": mode, "slack_ms": slack_ms},
+        shedding={"basic_window_ms": 10},
+    )
     dump = _late_dump()
     truth = {r.id for r in brute_force_oracle(spec.join, dump)}
     got = set(run_engine(EngineConfig.from_spec(spec), to_events(dump, spec)))
     assert got <= truth
     # s1@50 (seq 5) matches s2 at 30..70: 5 true results contain it
     assert len(truth) - len(got) == lost
-    assert all(r.id in got for r in brute_force_oracle(spec.join, dump)
-               if all(m.seq != 5 or m.stream != "s1" for m in r.members))
+    assert all(
+        r.id in got
+        for r in brute_force_oracle(spec.join, dump)
+        if all(m.seq != 5 or m.stream != "s1" for m in r.members)
+    )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -128,9 +139,13 @@ def test_recall_under_disorder(mode: str, slack_ms: int, lost: int) -> None:
 def test_snapshot_mid_stream_changes_nothing(
     seed: int, m: int, predicate: str, mode: str, cut: float
 ) -> None:
-    spec = make_spec(m, predicate, [120] * m, disorder={"mode": mode, "slack_ms": 60,
-                                                        "interval_ms": 50, "period_ms": 1000},
-                     shedding={"basic_window_ms": 30})
+    spec = make_spec(
+        m,
+        predicate,
+        [120] * m,
+        disorder={"mode": mode, "slack_ms": 60, "interval_ms": 50, "period_ms": 1000},
+        shedding={"basic_window_ms": 30},
+    )
     events = to_events(make_dump(seed, m, 25, max_delay=150), spec)
     config = EngineConfig.from_spec(spec)
     ref = Engine(config)
@@ -167,9 +182,17 @@ def test_bad_snapshot_is_an_operator_state_error() -> None:
 
 
 def test_unavailable_mode_is_a_config_error() -> None:
-    spec = parse_spec({"join": {"streams": ["s1", "s2"], "predicate": "equi", "attribute": "a1",
-                                "window_ms": 10},
-                       "shedding": {"mode": "grubjoin", "capacity": 10.0}})
+    spec = parse_spec(
+        {
+            "join": {
+                "streams": ["s1", "s2"],
+                "predicate": "equi",
+                "attribute": "a1",
+                "window_ms": 10,
+            },
+            "shedding": {"mode": "grubjoin", "capacity": 10.0},
+        }
+    )
     try:
         Engine(EngineConfig.from_spec(spec))
     except ConfigError as exc:
@@ -177,8 +200,9 @@ def test_unavailable_mode_is_a_config_error() -> None:
 
 
 def test_max_policy_metrics_rows_at_interval_boundaries() -> None:
-    spec = make_spec(2, "equi", [100, 100], disorder={"mode": "max", "interval_ms": 100,
-                                                      "period_ms": 1000})
+    spec = make_spec(
+        2, "equi", [100, 100], disorder={"mode": "max", "interval_ms": 100, "period_ms": 1000}
+    )
     dump = make_dump(3, 2, 30, max_delay=80)
     eng = Engine(EngineConfig.from_spec(spec))
     eng.process_many(to_events(dump, spec))
@@ -192,3 +216,24 @@ def test_max_policy_metrics_rows_at_interval_boundaries() -> None:
     ks = [r["k_ms"] for r in rows]
     assert ks == sorted(ks)  # Max-K-slack never shrinks K
     assert eng.drain_metrics() == []
+
+
+@pytest.mark.parametrize("predicate", PREDICATES)
+@pytest.mark.parametrize("m", [2, 3, 4, 5])
+def test_exact_table(predicate: str, m: int) -> None:
+    """Fixed seeds with a non-empty truth for every predicate kind and m (unequal windows)."""
+    windows = [150 + 40 * i for i in range(m)]
+    spec = make_spec(
+        m,
+        "band" if predicate == "custom" else predicate,
+        windows,
+        disorder={"mode": "fixed", "slack_ms": 120},
+        shedding={"basic_window_ms": 35},
+    )
+    n = {2: 40, 3: 25, 4: 14, 5: 10}[m] + (10 if predicate == "cosine" else 0)
+    dump = make_dump(m, m, n, max_gap=25, max_delay=120)
+    custom = _custom if predicate == "custom" else None
+    truth = brute_force_oracle(spec.join, dump, custom=custom, custom_columns=("value", "x"))
+    assert truth
+    got = run_engine(_config(spec, predicate), to_events(dump, spec))
+    assert sorted(got) == sorted(r.id for r in truth)

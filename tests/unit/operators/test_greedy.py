@@ -25,7 +25,7 @@ def test_every_greedy_configuration_is_feasible(seed: int, m: int, n: int, z: fl
     model = random_model(seed, m, n, tc)
     budget = z * model.full_cost()
     for solve in SOLVERS:
-        counts = solve(model, z, heuristic)  # type: ignore[operator]
+        counts = solve(model, z, heuristic)  # type: ignore[arg-type]
         assert counts.shape == (m, m - 1)
         assert (counts >= 0).all() and (counts <= model.max_counts()).all()
         assert model.evaluate(counts)[0] <= budget * (1 + 1e-9)
@@ -57,7 +57,7 @@ def test_greedy_mean_optimality_on_a_fixed_sample() -> None:
 def test_z_one_gives_the_full_join() -> None:
     model = random_model(2, 4, 3)
     for solve in SOLVERS:
-        assert (solve(model, 1.0) == model.max_counts()).all()  # type: ignore[operator]
+        assert (solve(model, 1.0) == model.max_counts()).all()
 
 
 def test_the_only_productive_direction_gets_its_peak_windows() -> None:

@@ -62,7 +62,7 @@ def test_raw_delay(arrivals: list[int], delays: list[int]) -> None:
 )
 def test_output_sorted_when_k_covers_delays(ts: list[int], k: int) -> None:
     ks = KSlack(KSlackConfig(0))
-    max_delay, out = 0, []
+    max_delay, out = 0, list[int]()
     for i, t in enumerate(ts):
         d, rel = ks.push(_ev(t, i), k)
         max_delay = max(max_delay, d)

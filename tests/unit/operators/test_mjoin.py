@@ -22,14 +22,26 @@ from tests.unit.operators.streams import make_spec, to_events
 # Fig. 1: 2-way equi-join, W1 = W2 = 2; capitals = S1, lower case = S2; x^ts.
 # Arrival order: c^3, B^6, C^4 (out of order in S1), E^5, D^8, e^7 (after D^8).
 LETTER = {"b": 2.0, "c": 3.0, "d": 4.0, "e": 5.0}
-FIG1 = [("s2", "c", 3), ("s1", "B", 6), ("s1", "C", 4), ("s1", "E", 5), ("s1", "D", 8),
-        ("s2", "e", 7)]
+FIG1 = [
+    ("s2", "c", 3),
+    ("s1", "B", 6),
+    ("s1", "C", 4),
+    ("s1", "E", 5),
+    ("s1", "D", 8),
+    ("s2", "e", 7),
+]
 
 
 def _fig1_dump() -> list[dict[str, Any]]:
     return [
-        {"stream": s, "seq": i, "event_time": ts, "arrival_time": i, "a1": LETTER[x.lower()],
-         "name": f"{x}{ts}"}
+        {
+            "stream": s,
+            "seq": i,
+            "event_time": ts,
+            "arrival_time": i,
+            "a1": LETTER[x.lower()],
+            "name": f"{x}{ts}",
+        }
         for i, (s, x, ts) in enumerate(FIG1)
     ]
 
@@ -52,9 +64,13 @@ def _names(results: list[Any], dump: list[dict[str, Any]]) -> set[tuple[str, ...
     ],
 )
 def test_fig1(case: str, expected: set[tuple[str, ...]]) -> None:
-    spec = make_spec(2, "equi", [2, 2], disorder={"mode": "fixed" if case == "fixed" else "none",
-                                                  "slack_ms": 4},
-                     shedding={"basic_window_ms": 1})
+    spec = make_spec(
+        2,
+        "equi",
+        [2, 2],
+        disorder={"mode": "fixed" if case == "fixed" else "none", "slack_ms": 4},
+        shedding={"basic_window_ms": 1},
+    )
     dump = _fig1_dump()
     if case == "oracle":
         got = _names(brute_force_oracle(spec.join, dump), dump)
@@ -66,8 +82,14 @@ def test_fig1(case: str, expected: set[tuple[str, ...]]) -> None:
             out = join.process(ev.stream, ev.ts, ev.seq, config.predicate.encode(ev.attrs))
             outcomes.append(out.outcome)
             assert out.count == 0
-        assert outcomes == [Outcome.PROBED, Outcome.PROBED, Outcome.LATE, Outcome.LATE,
-                            Outcome.PROBED, Outcome.LATE]
+        assert outcomes == [
+            Outcome.PROBED,
+            Outcome.PROBED,
+            Outcome.LATE,
+            Outcome.LATE,
+            Outcome.PROBED,
+            Outcome.LATE,
+        ]
         got = set()
     else:
         eng = Engine(EngineConfig.from_spec(spec))
@@ -132,9 +154,10 @@ def test_plan_scans_only_chosen_logical_basic_windows(
     ts_of = {(r[0], r[2]): r[1] for r in rows}
     for j, s in enumerate(order):
         lb = [lbw(s, ts_of[(s, int(q))]) for q in out.seqs[:, s].tolist()]
-        assert out.feedback.matches[j].tolist() == np.bincount(
-            np.array(lb, dtype=np.int64), minlength=-(-windows[s] // b)
-        ).tolist()
+        assert (
+            out.feedback.matches[j].tolist()
+            == np.bincount(np.array(lb, dtype=np.int64), minlength=-(-windows[s] // b)).tolist()
+        )
     assert out.feedback.results == out.count
     assert out.feedback.cost == out.cost == sum(out.feedback.scanned)
 
@@ -153,7 +176,8 @@ def test_expiry_keeps_partially_valid_basic_windows_and_counts_cross() -> None:
     out = join.process(0, 100, 0, pred.encode({"value": 0.0}))
     assert out.outcome is Outcome.PROBED
     assert {tuple(r) for r in out.seqs[:, 1:].tolist()} == {(95, 95), (95, 99), (99, 95), (99, 99)}
-    assert out.cost == 2 + 2 * 2  # 2 candidates of s2 in range, then 2 partials x 2 of s3
+    # σ sample (2 + 2 in range), then NLJ: 2 candidates of s2, 2 partials x 2 of s3
+    assert out.cost == (2 + 2) + 2 + 2 * 2
     assert join.cross_count(0, 100) == 4
     # a late tuple inside its window is inserted, an older one discarded
     assert join.process(1, 95, 7, pred.encode({"value": 0.0})).outcome is Outcome.LATE
@@ -171,3 +195,19 @@ def test_snapshot_round_trip_keeps_windows() -> None:
     b = again.process(0, 205, 999, pred.encode({"value": 1.0}))
     assert a.seqs.tolist() == b.seqs.tolist() and a.cost == b.cost
     assert again.state_size() == join.state_size()
+
+
+def test_default_order_puts_the_most_selective_stream_first() -> None:
+    pred = build_predicate("equi", attribute="a1")
+    join = MWayJoin(JoinConfig((100, 100, 100), 10, pred))
+    for t in range(50):
+        join.insert(1, t, t, pred.encode({"a1": 7}))  # always matches key 7
+        join.insert(2, t, t, pred.encode({"a1": 7 if t % 10 == 0 else 1000 + t}))  # 10% match
+    assert join.default_order(0) == (1, 2)  # nothing sampled yet: by index
+    out = join.process(0, 60, 0, pred.encode({"a1": 7}))
+    sel = join.selectivities()
+    assert sel[0, 1] == 1.0 and sel[0, 2] == pytest.approx(5 / 50)
+    assert join.default_order(0) == (2, 1)
+    assert out.count == 50 * 5
+    again = MWayJoin.from_snapshot(join.config, pickle.loads(pickle.dumps(join.snapshot())))
+    assert again.default_order(0) == (2, 1)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import OperatorStateError
+from pipeline.errors import ConfigError, OperatorStateError
 from pipeline.operators.delay_stats import delay_bin
 from pipeline.operators.profiler import ProductivityProfiler
 
@@ -75,3 +75,22 @@ def test_snapshot_round_trip() -> None:
     assert np.array_equal(a.cross, b.cross) and np.array_equal(a.join, b.join)
     with pytest.raises(OperatorStateError, match="profiler"):
         ProductivityProfiler.from_snapshot(10, {"cross": {}})
+
+
+def test_mean_late_estimate_and_tuple_count() -> None:
+    """late_estimate="mean": a late tuple counts the interval's average n^× and n^⋈."""
+    prof = ProductivityProfiler(10, late_estimate="mean")
+    prof.record(0, True, 100, 3)
+    prof.record(5, True, 80, 7)
+    prof.record(25, False, 0, 0)
+    maps = prof.roll()
+    assert maps.join.tolist() == [3.0, 7.0, 0.0, 5.0]
+    assert maps.cross.tolist() == [100.0, 80.0, 0.0, 90.0]
+    assert maps.tuples == 3
+    # an interval with only late tuples reuses the previous estimates
+    prof.record(0, False, 0, 0)
+    again = prof.roll()
+    assert again.join.tolist() == [5.0] and again.cross.tolist() == [90.0]
+    assert prof.roll().tuples == 0
+    with pytest.raises(ConfigError, match="late_estimate"):
+        ProductivityProfiler(10, late_estimate="median")  # type: ignore[arg-type]

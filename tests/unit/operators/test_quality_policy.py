@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from connectors.workloads import EquiParams, ExponentialDelay, WorkloadSpec, ZipfDelay, generate
-from pipeline.errors import OperatorStateError
+from pipeline.errors import ConfigError, OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.delay_stats import delay_bin
 from pipeline.operators.engine import Engine
@@ -221,3 +221,14 @@ def test_engine_snapshot_mid_stream_changes_nothing() -> None:
     out += restored.process_many(events[400:]) + restored.flush()
     assert [r.id for r in out] == [r.id for r in out_whole]
     assert restored.drain_metrics()[-1] == whole.drain_metrics()[-1]
+
+
+def test_rows_are_flat_scalars_and_spec_key_is_validated() -> None:
+    pol = QualityPolicy(_qc((1_000, 1_000)))
+    pol.observe_arrival(0, 0, 0)
+    pol.observe_arrival(1, 5, 0)
+    row = pol.maybe_adapt(1_000)
+    assert row is not None
+    assert all(v is None or isinstance(v, (int, float, str)) for v in row.values())
+    with pytest.raises(ConfigError, match=r"disorder\.late_estimate"):
+        _spec(2, 1_000, "quality", late_estimate="median")

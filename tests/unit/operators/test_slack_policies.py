@@ -37,7 +37,9 @@ def test_k_after_each_arrival(mode: str, slack_ms: int, ks: list[int]) -> None:
     assert got == ks
     row = policy.maybe_adapt(1000)
     assert row == {"time": 1000, "k_ms": ks[-1], "policy": mode, "max_delay_ms": 80}
-    again = slack_policy_class(mode).from_snapshot(config, pickle.loads(pickle.dumps(policy.snapshot())))
+    again = slack_policy_class(mode).from_snapshot(
+        config, pickle.loads(pickle.dumps(policy.snapshot()))
+    )
     assert again.current_k() == policy.current_k()
     other = "max" if mode != "max" else "none"
     with pytest.raises(OperatorStateError, match="mode"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,7 +45,7 @@ streams_st = st.lists(
 
 @settings(max_examples=80, deadline=None)
 @given(per_stream=streams_st, interleave=st.randoms(use_true_random=False))
-def test_output_ordered_when_inputs_are(per_stream: list[list[int]], interleave) -> None:  # type: ignore[no-untyped-def]
+def test_output_ordered_when_inputs_are(per_stream: list[list[int]], interleave: Any) -> None:
     """Each input stream ts-ordered ⇒ the merged output is ts-ordered and complete."""
     m = len(per_stream)
     sync = Synchronizer(SynchronizerConfig(m))
@@ -62,7 +63,9 @@ def test_snapshot_round_trip() -> None:
     sync = Synchronizer(SynchronizerConfig(3))
     for s, ts in [(0, 4), (1, 6), (0, 8), (2, 1)]:
         sync.push(_item(s, ts))
-    again = Synchronizer.from_snapshot(SynchronizerConfig(3), pickle.loads(pickle.dumps(sync.snapshot())))
+    again = Synchronizer.from_snapshot(
+        SynchronizerConfig(3), pickle.loads(pickle.dumps(sync.snapshot()))
+    )
     assert again.sync_time == sync.sync_time
     assert [(e.stream, e.ts) for e, _ in again.push(_item(2, 7))] == [
         (e.stream, e.ts) for e, _ in sync.push(_item(2, 7))
