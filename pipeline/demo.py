@@ -151,6 +151,7 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     from connectors.broker_config import BrokerConfig
     from pipeline.oracle import oracle
 
+    base = load_spec(cfg.spec_path)  # bad spec: fail before starting anything
     step = Steps(7)
     prefix = f"demo{time.strftime('%H%M%S')}{uuid.uuid4().hex[:4]}"
     workdir = cfg.out_dir or settings.cache_dir / "demo" / prefix
@@ -165,7 +166,6 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
                                                "topic_prefix": prefix})
     step.note(f"broker at {bootstrap}; topic prefix {prefix}; files in {workdir}")
 
-    base = load_spec(cfg.spec_path)
     spec = with_overrides(base, job={"topic_prefix": prefix, "speedup": cfg.speedup,
                                      "checkpoint": str(workdir / "checkpoint")})
     capacity: Capacity | None = None

@@ -1,0 +1,64 @@
+"""Latency and quality numbers of `harvest bench pipeline`, against hand-computed values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.pipeline_measure import latencies_ms, measure, our_id
+from connectors.consumer import Consumed
+from pipeline.operators.events import Member, result_id
+
+
+def _input(stream: str, seq: int, ts: int | None) -> Consumed:
+    return Consumed("in", 0, seq, None, ts, "sensor_reading",
+                    {"stream": stream, "seq": seq, "event_time": seq * 10})
+
+
+def _result(members: list[tuple[str, int]], ts: int | None) -> Consumed:
+    record: dict[str, Any] = {
+        "id": "whatever", "result_time": 0,
+        "members": [{"stream": s, "seq": q, "event_time": q * 10} for s, q in members],
+    }
+    return Consumed("results", 0, 0, None, ts, "join_result", record)
+
+
+INPUTS = [_input("s1", 1, 1000), _input("s2", 1, 1300), _input("s2", 2, 2000),
+          _input("s3", 5, None)]
+
+
+@pytest.mark.parametrize(
+    ("members", "append", "expected"),
+    [
+        ([("s1", 1), ("s2", 1)], 1500, [200.0]),  # latest member appended at 1300
+        ([("s1", 1), ("s2", 2)], 2600, [600.0]),
+        ([("s1", 1), ("s3", 5)], 2600, []),  # a member without a timestamp: skipped
+        ([("s1", 1), ("s2", 9)], 2600, []),  # a member never seen: skipped
+        ([("s1", 1), ("s2", 1)], None, []),
+    ],
+)
+def test_latency_is_from_the_latest_member(
+    members: list[tuple[str, int]], append: int | None, expected: list[float]
+) -> None:
+    assert latencies_ms(INPUTS, [_result(members, append)]) == expected
+
+
+def test_our_id_matches_result_id() -> None:
+    rec = _result([("s1", 1), ("s2", 2)], 0).record
+    assert our_id(rec) == result_id([Member("s1", 1, 10), Member("s2", 2, 20)])
+
+
+def test_measure_recall_precision_duplicates_rate() -> None:
+    good = _result([("s1", 1), ("s2", 1)], 1500)
+    other = _result([("s1", 1), ("s2", 2)], 2100)
+    truth = {our_id(good.record), "missing-1", "missing-2", "missing-3"}
+    m = measure(workload="w", method="grubjoin", input_rate=5.0, duration_s=2.0,
+                truth_ids=truth, inputs=INPUTS, results=[good, good, other], wall_s=1.0)
+    assert m.recall == pytest.approx(0.25)
+    assert m.precision == pytest.approx(0.5)  # `other` is not a true result
+    assert m.duplicates == 1 and m.results == 2
+    assert m.output_rate == pytest.approx(0.5)
+    assert m.p50_ms == pytest.approx(200.0) and m.p99_ms is not None
+    assert set(m.row()) >= {"workload", "method", "input_rate", "output_rate", "recall",
+                            "precision", "p50_ms", "p99_ms"}

@@ -1,0 +1,32 @@
+"""`harvest demo` / `harvest bench pipeline` argument errors exit 2 naming the flag."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.cli.main import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["demo", "--speedup", "0"], "--speedup"),
+        (["demo", "--duration", "-5"], "--duration"),
+        (["demo", "--rate", "abc"], "--rate"),
+        (["demo", "--load", "0"], "--load"),
+        (["demo", "--lags", "0,x"], "--lags"),
+        (["demo", "--seed", "-1"], "--seed"),
+        (["bench", "nosuch"], "name"),
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], needle: str,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_missing_spec_file_exits_2(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--spec", "/nonexistent/demo.toml", "--rate", "10"]) == 2
+    assert "/nonexistent/demo.toml" in capsys.readouterr().err
