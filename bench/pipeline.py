@@ -93,6 +93,10 @@ def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup
         query = start_builtin_join(spark, cfg, serde, delay_ms=EQUI_DELAY_MS)
     else:
         query = start_job(spark, cfg, serde)
+    marker = case_dir / "checkpoint" / "sources" / "0" / "0"  # the source is initialized
+    deadline = time.monotonic() + 300.0
+    while not marker.exists() and query.isActive and time.monotonic() < deadline:
+        time.sleep(0.5)
     dump = case_dir / "input.jsonl"
     producer = Child("produce", [
         "produce", *case.produce_args, "--rate", f"{case.rate:.3f}",
@@ -119,17 +123,16 @@ def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup
 def _cases(quick: bool, cap: float, duration_s: float) -> list[Case]:
     sensor = load_spec(SENSOR_SPEC)
     factors = (2.0,) if quick else (0.5, 1.0, 2.0, 3.0)
-    cases = []
+    equi = _equi_spec()
+    equi_rate = 20.0 if quick else 30.0
+    cases = [Case("equi", method, equi_rate, equi, _equi_produce(duration_s))
+             for method in ("ours", "spark-builtin")]
     for f in factors:
         for method in ("off", "grubjoin", "randomdrop"):
             spec = with_overrides(sensor, shedding={"mode": method},
                                   disorder={"mode": "fixed", "slack_ms": 3000})
             cases.append(Case("sensors-nonaligned", method, f * cap, spec,
                               _sensor_produce(duration_s)))
-    equi = _equi_spec()
-    equi_rate = 20.0 if quick else 30.0
-    for method in ("ours", "spark-builtin"):
-        cases.append(Case("equi", method, equi_rate, equi, _equi_produce(duration_s)))
     return cases
 
 
@@ -141,7 +144,7 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     from pipeline.spark.session import SessionConfig, build_session, connector_jars
 
     speedup = 8.0
-    duration_s = 30.0 if quick else 60.0
+    duration_s = 20.0 if quick else 60.0
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()
     settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
     sensor = with_overrides(load_spec(SENSOR_SPEC), job={"speedup": speedup})

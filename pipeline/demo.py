@@ -145,6 +145,20 @@ def _watch(step: Steps, producer: Child, job: Child, every_s: float = 10.0) -> N
         time.sleep(0.5)
 
 
+def _wait_for_query(job: Child, checkpoint: Path, timeout_s: float) -> None:
+    """Block until the streaming query has initialized its Kafka source (it writes the
+    source's start offsets to ``<checkpoint>/sources/0/0``), so input published from now
+    on is read as it arrives instead of as one backlog batch."""
+    deadline = time.monotonic() + timeout_s
+    marker = checkpoint / "sources" / "0" / "0"
+    while not marker.exists():
+        if not job.running():
+            raise InfraError(f"the Spark job exited during start-up; log tail:\n{job.tail()}")
+        if time.monotonic() > deadline:
+            raise InfraError(f"the Spark query did not start within {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
 def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     """Run the demo end to end; returns the collected data (see :func:`demo_report`)."""
     from connectors.broker import LocalKafka
@@ -179,6 +193,10 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     else:
         step("input rate given on the command line; skipping calibration")
         rate = cfg.rate
+    # bound a micro-batch to ~2 triggers' worth of input, so a backlog is worked off in
+    # steps (and GrubJoin's wall budget sees batches of the size it plans for)
+    per_trigger = 3 * rate * cfg.speedup * spec.job.trigger_ms / 1000.0
+    spec = with_overrides(spec, job={"max_offsets_per_trigger": max(100, int(2 * per_trigger))})
     run = DemoRun(prefix=prefix, workdir=workdir, spec=spec, capacity=capacity, rate=rate)
     spec_path = workdir / "spec.toml"
     spec_path.write_text(spec_to_toml(spec))
@@ -189,6 +207,7 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
                            "--until-idle", f"{cfg.idle_s:g}"], workdir, env)
     try:
         job.wait_for_event("job starting", timeout_s=240.0)
+        _wait_for_query(job, workdir / "checkpoint", timeout_s=240.0)
         run.timings["spark_start_s"] = time.monotonic() - t0
         step(f"publishing {cfg.duration_s:g} s of sensor data at {rate:.0f}/s per stream, "
              f"{cfg.speedup:g}× real time")

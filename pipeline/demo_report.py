@@ -25,9 +25,16 @@ Series = dict[str, list[tuple[int, float]]]
 
 
 def metric_series(metrics: Sequence[dict[str, Any]], key: str) -> Series:
-    """``instance -> [(time, value)]`` sorted by time, for one metrics field."""
+    """``instance -> [(time, value)]`` sorted by time, for one metrics field.
+
+    For ``z`` only the shedder's own rows count (those carrying harvest fractions): the
+    disorder policy's rows at other interval boundaries repeat a default z.
+    """
     out: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    shedder_rows = key == "z" and any(row.get("harvest_fractions") for row in metrics)
     for row in metrics:
+        if shedder_rows and not row.get("harvest_fractions"):
+            continue
         value = row.get(key)
         if value is not None:
             out[str(row.get("instance"))].append((int(row["time"]), float(value)))
@@ -37,7 +44,7 @@ def metric_series(metrics: Sequence[dict[str, Any]], key: str) -> Series:
 def summarize(run: Any, duration_s: float) -> dict[str, Any]:
     """The numbers of the summary (also written as JSON next to the figure)."""
     quality = evaluate(run.truth, run.results)
-    z = [float(m["z"]) for m in run.metrics if m.get("z") is not None]
+    z = [v for pts in metric_series(run.metrics, "z").values() for _, v in pts]
     k = [float(m["k_ms"]) for m in run.metrics if m.get("k_ms") is not None]
     return {
         "topic_prefix": run.prefix,

@@ -13,7 +13,6 @@ import argparse
 
 from pipeline.cli.args import positive_float, positive_int
 from pipeline.config import Settings
-from pipeline.errors import ConfigError
 from pipeline.spec import load_spec
 
 
@@ -58,9 +57,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.max_offsets_per_trigger is not None:
         job = spec.job.model_copy(update={"max_offsets_per_trigger": args.max_offsets_per_trigger})
         spec = spec.model_copy(update={"job": job})
-    if args.topic_prefix is not None and not args.topic_prefix.replace(".", "").replace(
-            "_", "").replace("-", "").isalnum():
-        raise ConfigError(f"--topic-prefix: invalid topic prefix {args.topic_prefix!r}")
     cfg = job_config(spec, settings, mode="passthrough" if args.passthrough else None,
                      checkpoint=args.checkpoint, topic_prefix=args.topic_prefix,
                      workload=args.workload)

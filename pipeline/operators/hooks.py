@@ -73,7 +73,8 @@ class ProbeFeedback:
     member from stream ``order[j]`` lies in logical basic window ``k`` (0 = newest) of
     that stream, i.e. the lag histogram T(t_i) − T(t_l) binned by b (GrubJoin §1.5).
     ``scanned[j]`` = number of tuples of stream ``order[j]`` compared (summed over the
-    partial results), ``cost`` = all tuple comparisons of the probe.
+    partial results), ``cost`` = all tuple comparisons of the probe (with no plan order,
+    it includes the join's periodic σ sample that picks the default order).
     """
 
     direction: int

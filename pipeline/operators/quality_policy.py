@@ -105,7 +105,7 @@ class QualityPolicy:
         self.first_ts: list[int | None] = [None] * m  # earliest ts seen per stream
         self.joined = [0] * m  # tuples of each stream that reached the join this interval
         self.rates: list[float] | None = None  # smoothed r_i, tuples/s
-        self.n_true_next = 0.0  # N_true(L) of the last interval in which tuples joined
+        self.n_true_next = 0.0  # Eq. 1 estimate of N_true(L) for the next interval
         self.last_boundary: int | None = None
         #: optional injected clock (seconds); when set, rows carry ``adapt_ms``
         self.timer = timer
@@ -147,11 +147,12 @@ class QualityPolicy:
         summary = self.stats.roll(span)
         maps = self.profiler.roll()
         self._smooth_rates(summary.rates_per_s)
-        n_true_interval = self._true_results(maps)
+        n_true_interval = self._true_results(maps, [float(n) for n in self.joined])
         self.joined = [0] * len(self.joined)
         if maps.tuples > 0:
             self.evidence = maps
-            self.n_true_next = n_true_interval
+        expected = [r * cfg.interval_ms / 1000.0 for r in self.rates or [0.0] * len(self.joined)]
+        self.n_true_next = self._true_results(self.evidence, expected)
         produced = self.monitor.produced
         prod_past, true_past = self.monitor.roll(n_true_interval)
         n_true_next = self.n_true_next
@@ -197,8 +198,12 @@ class QualityPolicy:
             (1 - a) * old + a * new for old, new in zip(self.rates, rates_per_s, strict=True)
         ]
 
-    def _true_results(self, maps: ProductivityMaps) -> float:
-        """N^⋈_true of the interval: Eq. 1 over the tuples that reached the join.
+    def _true_results(self, maps: ProductivityMaps, counts: list[float]) -> float:
+        """N^⋈_true by Eq. 1 for ``counts[i]`` tuples of each S_i reaching the join.
+
+        Past interval: counts = the tuples that did reach the join; next interval:
+        counts = r_i·L, i.e. Eq. 1 as written (a flood of tuples released after K grew
+        must not inflate the next interval's expected size).
 
         sel^⋈ = Σ_d M^⋈[d] / Σ_d M^×[d] (the profiled selectivity up to MaxD^M) times the
         ideal cross-join volume Σ_i n_i · Π_{j≠i} r_j·W_j of the n_i tuples of S_i that
@@ -220,7 +225,7 @@ class QualityPolicy:
         ]
         per_ms = [r / 1000.0 for r in self.rates]
         ideal = 0.0
-        for i, n_i in enumerate(self.joined):
+        for i, n_i in enumerate(counts):
             cross = float(n_i)
             for j, w in enumerate(windows):
                 if j != i:

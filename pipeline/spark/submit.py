@@ -75,13 +75,15 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
     resolved_mode: Mode = mode or spec.job.mode
     ck = checkpoint or spec.job.checkpoint or str(
         settings.cache_dir / "checkpoints" / f"{prefix}-{resolved_mode}")
-    return JobConfig(
+    cfg = JobConfig(
         spec=spec, mode=resolved_mode, bootstrap=settings.resolved_bootstrap(),
         topic_prefix=prefix, workload=workload or spec.job.workload,
         checkpoint=str(Path(ck).absolute()),
         client_options=java_client_options(settings),
         idle_flush_ms=spec.job.idle_flush_ms,
     )
+    _ = cfg.input_topics, cfg.output_topics  # ConfigError naming a bad prefix or workload
+    return cfg
 
 
 def check_until_idle(cfg: JobConfig, until_idle_s: float | None) -> None:

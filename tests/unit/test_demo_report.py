@@ -27,6 +27,11 @@ def test_metric_series_groups_by_instance_and_sorts() -> None:
     rows = [{"instance": "1", "time": 20, "z": 0.5}, {"instance": "0", "time": 10, "z": 1.0},
             {"instance": "1", "time": 10, "z": 0.7}, {"instance": "0", "time": 5, "z": None}]
     assert metric_series(rows, "z") == {"0": [(10, 1.0)], "1": [(10, 0.7), (20, 0.5)]}
+    # once the shedder's rows (with harvest fractions) exist, only they give z
+    rows.append({"instance": "1", "time": 30, "z": 0.2, "harvest_fractions": [0.2, 0.1]})
+    assert metric_series(rows, "z") == {"1": [(30, 0.2)]}
+    assert metric_series(rows, "time") == {"0": [(5, 5.0), (10, 10.0)],
+                                           "1": [(10, 10.0), (20, 20.0), (30, 30.0)]}
 
 
 def _run() -> SimpleNamespace:
