@@ -103,11 +103,14 @@ def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup
         "--speedup", f"{speedup:g}", "--dump", str(dump), "--topic-prefix", prefix,
     ], case_dir, {"HARVEST_BOOTSTRAP_SERVERS": cfg.bootstrap})
     try:
+        # the query runs on its own; the idle watch starts once all input is published
+        code = producer.wait(duration_s / speedup + 300.0)
+        if code != 0:
+            query.stop()
+            raise InfraError(f"harvest produce failed; log tail:\n{producer.tail()}")
         report = watch(query, cfg, until_idle_s=10.0, log_every_s=15.0)
     finally:
         producer.stop()
-    if producer.proc.returncode not in (0, None):
-        raise InfraError(f"harvest produce failed; log tail:\n{producer.tail()}")
     wall = time.monotonic() - start
     log.info("bench case done", workload=case.workload, method=case.method,
              rate=round(case.rate, 1), input_rows=report.input_rows, wall_s=round(wall, 1))

@@ -10,6 +10,8 @@ the decoded input to ``<prefix>.results`` instead of joining. Prints a JSON summ
 from __future__ import annotations
 
 import argparse
+import signal
+from types import FrameType
 
 from pipeline.cli.args import positive_float, positive_int
 from pipeline.config import Settings
@@ -47,6 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM → KeyboardInterrupt, so the query stops cleanly (checkpoint consistent)."""
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of `harvest submit`."""
     # imported here so `harvest --help` and other subcommands never start a JVM
@@ -66,6 +73,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                             shuffle_partitions=spec.job.shuffle_partitions,
                             driver_memory=args.driver_memory)
     spark = build_session(session)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = submit(spark, cfg, settings, args.until_idle)
     finally:

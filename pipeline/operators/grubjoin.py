@@ -36,6 +36,23 @@ if TYPE_CHECKING:
 DECAY = 0.5
 
 
+def cheapest_productive(model: HarvestModel) -> np.ndarray:
+    """Ours: when no configuration fits z·C(1) (one logical basic window per position is
+    already too much), scan one window per position in the direction with the best O/C
+    and let the input queue absorb the overload, instead of producing nothing."""
+    arr = model.arrays()
+    ones = np.ones(model.m - 1, dtype=np.int64)
+    best, best_ratio = 0, -1.0
+    for i in range(model.m):
+        cost, out = arr.row_terms(i, ones)
+        ratio = float(out) / float(cost) if cost > 0 else 0.0
+        if ratio > best_ratio:
+            best, best_ratio = i, ratio
+    counts = np.zeros((model.m, model.m - 1), dtype=np.int64)
+    counts[best] = 1
+    return counts
+
+
 def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
     return {"order": plan.order, "windows": plan.windows}
 
@@ -83,9 +100,15 @@ class GrubJoinShedder:
         return self.budget.admit(now)
 
     def plan(self, direction: int) -> ProbePlan | None:
+        current = None if self.plans is None else self.plans[direction]
         if self.rng.random() < self.config.shedding.shred_rate:
-            return shred_plan(direction, self.n_windows, self.throttle.z, self.rng)
-        return None if self.plans is None else self.plans[direction]
+            shred = shred_plan(direction, self.n_windows, self.throttle.z, self.rng)
+            # shredding scans ⌈z·n⌉ ≥ 1 windows of the first partner; below z = 1/n it
+            # runs on a z·n share of the sampled tuples so its cost still respects z
+            share = self.throttle.z * self.n_windows[shred.order[0]] if shred.order else 1.0
+            if share >= 1.0 or self.rng.random() < share:
+                return shred
+        return current
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
@@ -111,6 +134,8 @@ class GrubJoinShedder:
                                         score_fn, sh.tuple_cost, previous)
             self.z_model = self._model_fraction(model, z, z_old)
             counts = greedy_double_sided(model, self.z_model, sh.heuristic)
+            if not counts.any():
+                counts = cheapest_productive(model)
             self.plans = harvest_plans(model, counts, scores)
             self.model_cost = float(model.evaluate(counts)[0])
             self.fractions = model.fractions(counts).round(4).tolist()

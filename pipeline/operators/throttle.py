@@ -9,7 +9,9 @@ Every Δ the budget source reports β, the join's performance over the last inte
 Refinement (ours): a budget that can also measure its *headroom* h (available budget /
 budget used, e.g. capacity over virtual busy time) caps the boost at h, z ← min(1,
 z·min(γ, h)); with h ≈ 1 at the operating point z settles instead of oscillating
-between a boost and a cut (and the drops each overshoot would cause).
+between a boost and a cut (and the drops each overshoot would cause). Drops while the
+budget was not used up (β < 1 but h ≥ 1) come from bursts overflowing the small input
+queue, not from overload, so they do not cut z.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class Throttle:
         """One adaptation step (GrubJoin §IV-A); returns the new z."""
         if beta < 0.0:
             raise OperatorStateError(f"beta: must be >= 0, got {beta}")
+        if beta < 1.0 and self.config.cap_by_headroom and headroom is not None and (
+            headroom >= 1.0
+        ):
+            beta = 1.0  # drops while under budget: a burst overflowed the queue
         if beta < 1.0:
             z = beta * self.z
         else:

@@ -37,11 +37,16 @@ def _stream(valid: DataFrame, i: int, name: str, key: str, delay_ms: int) -> Dat
 
 
 def _window_condition(i: int, j: int, windows: tuple[int, ...]) -> Column:
-    """``e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i`` on the timestamp columns."""
-    ti, tj = sf.col(f"ts{i}"), sf.col(f"ts{j}")
-    return (tj >= ti - sf.expr(f"INTERVAL {windows[j]} MILLISECONDS")) & (
-        tj <= ti + sf.expr(f"INTERVAL {windows[i]} MILLISECONDS")
-    )
+    """``e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i``. Against stream 0 on the watermarked
+    timestamps (Spark derives the state clean-up from it); between two later streams on
+    the plain millisecond columns (only one event-time column may survive a join)."""
+    if i == 0:
+        ti, tj = sf.col(f"ts{i}"), sf.col(f"ts{j}")
+        return (tj >= ti - sf.expr(f"INTERVAL {windows[j]} MILLISECONDS")) & (
+            tj <= ti + sf.expr(f"INTERVAL {windows[i]} MILLISECONDS")
+        )
+    ei, ej = sf.col(f"et{i}"), sf.col(f"et{j}")
+    return (ej >= ei - windows[j]) & (ej <= ei + windows[i])
 
 
 def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
@@ -62,6 +67,8 @@ def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
         for i in range(j):
             cond = cond & _window_condition(i, j, windows)
         joined = joined.join(streams[j], cond, "inner")
+        # Spark allows one event-time column per stream: keep the watermark on ts0 only
+        joined = joined.drop(f"ts{j}")
     m = len(streams)
     members = sf.array(*[
         sf.struct(sf.col(f"name{i}").alias("stream"), sf.col(f"seq{i}").alias("seq"),

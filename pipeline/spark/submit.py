@@ -158,6 +158,10 @@ def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
             # the idle clock starts with the first batch and restarts on every input
             if progresses and (w.update(progresses) or idle_since is None):
                 idle_since = now
+            status = query.status
+            if idle_since is not None and status.get("isTriggerActive") and status.get(
+                    "isDataAvailable"):
+                idle_since = now  # a micro-batch with input is still running: not idle
             if now >= next_log:
                 log.info("job progress", **report.to_json(), idle_s=round(
                     now - idle_since, 1) if idle_since is not None else None)

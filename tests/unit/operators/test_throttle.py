@@ -12,7 +12,9 @@ from pipeline.operators.throttle import Z_MIN, Throttle, ThrottleConfig
     ("z0", "beta", "headroom", "cap", "want"),
     [
         (1.0, 0.5, None, True, 0.5),      # fell behind: z ← β·z
-        (0.5, 0.8, 10.0, True, 0.4),      # β < 1 ignores headroom
+        (0.5, 0.8, 0.9, True, 0.4),       # β < 1 and over budget: cut
+        (0.5, 0.8, 10.0, True, 0.6),      # β < 1 under budget: burst drops, boost
+        (0.5, 0.8, 10.0, False, 0.4),     # paper's rule: cut
         (0.5, 1.0, None, True, 0.6),      # boost γ = 1.2
         (0.9, 1.0, None, True, 1.0),      # capped at 1
         (0.5, 1.0, 1.1, True, 0.55),      # boost capped by measured headroom
