@@ -23,7 +23,12 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def instant_recall_target(
-    recall: float, n_prod_past: float, n_true_past: float, n_true_next: float
+    recall: float,
+    n_prod_past: float,
+    n_true_past: float,
+    n_true_next: float,
+    floor: float = 0.0,
+    cap: float = 1.0,
 ) -> float:
     """Γ' from Eq. 7: (N_prod(P−L) + N_true(L)·Γ') / (N_true(P−L) + N_true(L)) ≥ Γ.
 
@@ -34,9 +39,9 @@ def instant_recall_target(
     if not 0.0 < recall <= 1.0:
         raise ConfigError(f"disorder.recall: must be in (0, 1], got {recall}")
     if n_true_next <= 0.0:
-        return recall
+        return float(min(max(recall, floor), cap))
     target = (recall * (n_true_past + n_true_next) - n_prod_past) / n_true_next
-    return float(min(max(target, 0.0), 1.0))
+    return float(min(max(target, floor), cap))
 
 
 def linear_search(gamma: FloatArray, max_delay_ms: int, granularity_ms: int, target: float) -> int:

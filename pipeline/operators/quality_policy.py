@@ -29,7 +29,8 @@ it is independent of GrubJoin's ``shedding.basic_window_ms``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,10 @@ class QualityConfig:
     windows_ms: tuple[int, ...]
     late_estimate: LateEstimate = "max"
     eq_sel: bool = False
+    floor_at_recall: bool = True
+    headroom: float = 0.5
+    evidence_intervals: int = 10
+    basic_window_ms: int | None = None
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
 
     @classmethod
@@ -81,7 +86,22 @@ class QualityConfig:
 
     def model(self) -> ModelConfig:
         """The recall model's static inputs (b = g)."""
-        return ModelConfig(self.windows_ms, self.granularity_ms, self.granularity_ms)
+        b = self.basic_window_ms if self.basic_window_ms is not None else self.granularity_ms
+        return ModelConfig(self.windows_ms, self.granularity_ms, b)
+
+
+def merge_maps(maps: Iterable[ProductivityMaps]) -> ProductivityMaps:
+    """Bin-wise sum of several intervals' M^× and M^⋈ (and their tuple counts)."""
+    items = list(maps)
+    if not items:
+        return ProductivityMaps.empty()
+    size = max(m.cross.shape[0] for m in items)
+    cross = np.zeros(size, dtype=np.float64)
+    join = np.zeros(size, dtype=np.float64)
+    for m in items:
+        cross[: m.cross.shape[0]] += m.cross
+        join[: m.join.shape[0]] += m.join
+    return ProductivityMaps(cross, join, sum(m.tuples for m in items))
 
 
 class QualityPolicy:
@@ -100,6 +120,7 @@ class QualityPolicy:
         #: the maps of the last interval in which tuples reached the join (after K grows,
         #: the join may see nothing for a while; an empty interval is no evidence)
         self.evidence = ProductivityMaps.empty()
+        self._recent: deque[ProductivityMaps] = deque(maxlen=max(config.evidence_intervals, 1))
         self.monitor = ResultSizeMonitor(config.period_ms, config.interval_ms)
         self.k_ms = 0
         self.first_ts: list[int | None] = [None] * m  # earliest ts seen per stream
@@ -150,13 +171,16 @@ class QualityPolicy:
         n_true_interval = self._true_results(maps, [float(n) for n in self.joined])
         self.joined = [0] * len(self.joined)
         if maps.tuples > 0:
-            self.evidence = maps
+            self._recent.append(maps)
+            self.evidence = merge_maps(self._recent)
         expected = [r * cfg.interval_ms / 1000.0 for r in self.rates or [0.0] * len(self.joined)]
         self.n_true_next = self._true_results(self.evidence, expected)
         produced = self.monitor.produced
         prod_past, true_past = self.monitor.roll(n_true_interval)
         n_true_next = self.n_true_next
-        target = instant_recall_target(cfg.recall, prod_past, true_past, n_true_next)
+        floor = cfg.recall if cfg.floor_at_recall else 0.0
+        cap = cfg.recall + (1.0 - cfg.recall) * cfg.headroom
+        target = instant_recall_target(cfg.recall, prod_past, true_past, n_true_next, floor, cap)
         g = cfg.granularity_ms
         k_max = summary.max_delay_ms // g
         curve = gamma_curve(

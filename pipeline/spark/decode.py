@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
-from pyspark.sql.avro.functions import from_avro
+from pyspark.sql.avro.functions import from_avro, to_avro
 
 HEADER_LEN = 10
 MAGIC = b"\xc3\x01"
@@ -118,7 +118,7 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record fields.
 
     ``reason`` is null for a valid record, else says why it was rejected (bad marker,
-    unknown fingerprint, undecodable/truncated body, unknown stream, stream/topic
+    unknown fingerprint, undecodable/truncated body, trailing bytes, unknown stream, stream/topic
     mismatch, negative event time, arrival before event time).
     """
     value = sf.col("value")
@@ -131,6 +131,9 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         "topic", "partition", "offset", "key",
         sf.coalesce(value, _bin(b"")).alias("raw"),
         rec.alias("rec"),
+        # Avro binary encoding is canonical: a body longer than its record re-encoded
+        # carries trailing bytes (the Python serde rejects those too)
+        sf.when(rec.isNotNull(), to_avro(rec, cfg.schema_json)).alias("_canonical"),
         header_ok.alias("_header_ok"),
         fp_ok.alias("_fp_ok"),
     )
@@ -150,6 +153,10 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         .when(sf.col("rec").isNull() | sf.col("rec.stream").isNull(),
               sf.format_string("undecodable %s body of %d bytes (truncated or corrupt Avro)",
                               sf.lit(cfg.schema_name), sf.length("raw") - HEADER_LEN))
+        .when(sf.length("raw") - HEADER_LEN != sf.length("_canonical"),
+              sf.format_string("%d trailing bytes after a %s record of %d bytes",
+                               sf.length("raw") - HEADER_LEN - sf.length("_canonical"),
+                               sf.lit(cfg.schema_name), sf.length("_canonical")))
         .when(_stream_index(cfg).isNull(),
               sf.format_string(f"unknown stream '%s' (spec streams: {','.join(cfg.streams)})",
                               sf.col("rec.stream")))

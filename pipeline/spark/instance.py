@@ -207,19 +207,30 @@ class JoinInstance:
         return int(eng.join.state_size() + sum(len(k) for k in eng.kslacks) + len(eng.sync))
 
     def _metric_rows(self, wall_now: int) -> list[dict[str, Any]]:
-        """``drain_metrics`` rows merged per stream time → ``operator_metrics`` fields."""
+        """``drain_metrics`` rows merged per stream time → ``operator_metrics`` fields.
+
+        ``rate_in``/``rate_out`` are tuples/results per second of stream time since the
+        previous drain (DESIGN §7); policy-specific numbers go to ``extra``."""
         merged: dict[int, dict[str, Any]] = {}
         for row in self.engine.drain_metrics():
             merged.setdefault(int(row["time"]), {}).update(row)
-        out = []
+        out: list[dict[str, Any]] = []
+        if not merged:
+            return out
+        # counters are only known per micro-batch: average them over the stream time
+        # since the previous drain
         stats = self.engine.stats
+        # counters and the engine clock (arrival time) both stand at the end of the batch
+        last_t = self.meta.get("last_time")
+        t_end = int(self.engine.clock)
+        span_s = (t_end - last_t) / 1000.0 if last_t is not None and t_end > last_t else 0.0
+        d_in = stats.inputs - int(self.meta.get("last_inputs", 0))
+        d_out = stats.results - int(self.meta.get("last_results", 0))
+        rate_in = d_in / span_s if span_s > 0 else 0.0
+        rate_out = d_out / span_s if span_s > 0 else 0.0
+        self.meta.update(last_time=t_end, last_inputs=stats.inputs, last_results=stats.results)
         for t in sorted(merged):
             row = merged[t]
-            last_t = self.meta.get("last_time")
-            span_s = (t - last_t) / 1000.0 if last_t is not None and t > last_t else 0.0
-            d_in = stats.inputs - int(self.meta.get("last_inputs", 0))
-            d_out = stats.results - int(self.meta.get("last_results", 0))
-            self.meta.update(last_time=t, last_inputs=stats.inputs, last_results=stats.results)
             fractions = row.get("harvest_fractions") or []
             flat = [float(v) for r in fractions for v in (r if isinstance(r, list) else [r])]
             extra = {k: float(v) for k, v in row.items()
@@ -235,8 +246,8 @@ class JoinInstance:
                 "instant_recall_target": _opt_float(row.get("instant_recall_target")),
                 "estimated_recall": _opt_float(row.get("estimated_recall")),
                 "measured_recall": _opt_float(row.get("measured_recall")),
-                "rate_in": d_in / span_s if span_s > 0 else 0.0,
-                "rate_out": d_out / span_s if span_s > 0 else 0.0,
+                "rate_in": rate_in,
+                "rate_out": rate_out,
                 "queue_drops": int(row.get("queue_drops", stats.dropped)),
                 "state_size": self.state_size(),
                 "extra": json.dumps(extra),

@@ -49,6 +49,7 @@ CASES: list[tuple[str, bytes | None, str | None]] = [
     ("p.in.x.s1", None, "empty record value"),
     ("p.in.x.s2", enc(), "stream s1 read from topic p.in.x.s2 of stream s2"),
     ("p.in.x.s1", enc(stream="zz"), "unknown stream 'zz'"),
+    ("p.in.x.s1", enc() + b"xyz", "3 trailing bytes after a sensor_reading record"),
     ("p.in.x.s1", enc(arrival_time=3), "arrival_time 3 before event_time 10"),
     ("p.in.x.s1", enc(event_time=-5, arrival_time=0), "negative event_time -5"),
 ]
