@@ -103,7 +103,7 @@ def print_summary(summary: dict[str, Any], run: Any, console: Console, bucket_s:
         lo, hi = start + i * bucket_s * 1000, start + (i + 1) * bucket_s * 1000
         zs = [v for pts in z.values() for (tm, v) in pts if lo <= tm < hi]
         ks = [v for pts in k.values() for (tm, v) in pts if lo <= tm < hi]
-        tt.add_row(f"{i * bucket_s}", f"{np.mean(zs):.2f}" if zs else "-",
+        tt.add_row(f"{i * bucket_s}", f"{np.mean(zs):.3f}" if zs else "-",
                    f"{np.mean(ks):.0f}" if ks else "-", f"{rate:.0f}")
     console.print(tt)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.errors import ConfigError
-from pipeline.operators.costmodel import FloatArray, HarvestModel, IntArray
+from pipeline.operators.costmodel import FloatArray, HarvestModel, IntArray, ModelArrays
 
 #: relative slack of the feasibility test C ≤ z·C(1) (float rounding only)
 _REL = 1e-9
@@ -94,3 +94,113 @@ def optimal(model: HarvestModel, z: float) -> tuple[IntArray, float]:
 def _check(z: float) -> None:
     if not 0.0 < z <= 1.0:
         raise ConfigError(f"z: throttle fraction must be in (0, 1], got {z}")
+
+
+# --------------------------------------------------------------------- Pareto DP
+#: front size above which a merged front is thinned to a (1 + ε) output grid
+_THIN_ABOVE = 2048
+#: ε of the thinning: O(result) ≥ O(optimum) / (1 + ε)^(m − 2)
+_THIN_EPS = 1e-4
+
+
+def _front_sorted(cost: FloatArray, out: FloatArray) -> IntArray:
+    """Pareto front (cost ↑, output strictly ↑), returned in ascending cost order."""
+    order = np.lexsort((-out, cost))
+    o = out[order]
+    run_max = np.maximum.accumulate(o)
+    keep = np.empty(o.shape[0], dtype=bool)
+    keep[0] = True
+    keep[1:] = o[1:] > run_max[:-1] * (1.0 + 1e-12) + 1e-300
+    return order[keep]
+
+
+def direction_front(arr: ModelArrays, i: int) -> tuple[FloatArray, FloatArray, IntArray]:
+    """Exact (λ_i C_i, λ_i N_{i,m}) Pareto front of direction i and its count rows.
+
+    Ours (not in the paper): C_i and N_{i,m} nest from the last position backwards,
+    ``c_j = z_j S_j + P_j a_j c_{j+1}``, ``o_j = P_j a_j o_{j+1}`` (a_j = σ_j S_j), and
+    for a fixed k_j this map is increasing in (c_{j+1}, o_{j+1}); so the front of the
+    suffix j.. is the front of {k_j} × front(j+1..) — a dynamic programme over the
+    m − 1 positions, instead of enumerating Π (n + 1) rows. Positions scan ≥ 1 window;
+    the all-zero row (direction off, cost 0, output 0) is prepended.
+    """
+    mm = arr.nmax.shape[1]
+    c = np.zeros(1)
+    o = np.ones(1)
+    rows = np.zeros((1, 0), dtype=np.int64)
+    for j in range(mm - 1, -1, -1):
+        n = int(arr.nmax[i, j])
+        k = np.arange(1, n + 1)
+        s = float(arr.seg[i, j])
+        pa = arr.ytab[i, j, 1 : n + 1] * (arr.sel[i, j] * s)
+        zc = k * (s / n)
+        nc = (zc[:, None] + pa[:, None] * c[None, :]).ravel()
+        no = (pa[:, None] * o[None, :]).ravel()
+        keep = _front_sorted(nc, no)
+        ki, si = np.divmod(keep, c.shape[0])
+        rows = np.concatenate([k[ki][:, None], rows[si]], axis=1)
+        c, o = nc[keep], no[keep]
+    lam = float(arr.lam[i])
+    c = np.concatenate(([0.0], lam * c))
+    o = np.concatenate(([0.0], lam * o))
+    rows = np.concatenate([np.zeros((1, mm), dtype=np.int64), rows], axis=0)
+    keep = _front_sorted(c, o)
+    return c[keep], o[keep], rows[keep]
+
+
+def _thin(cost: FloatArray, out: FloatArray, eps: float) -> IntArray:
+    """Keep, per output band [(1+ε)^b, (1+ε)^{b+1}), the cheapest point (fronts only)."""
+    pos = out > 0
+    band = np.full(out.shape[0], -1, dtype=np.int64)
+    band[pos] = np.floor(np.log(out[pos]) / np.log1p(eps)).astype(np.int64)
+    # front is sorted by cost with output increasing: the first of each band is cheapest
+    first = np.concatenate(([True], band[1:] != band[:-1]))
+    return np.flatnonzero(first)
+
+
+def pareto_dp(model: HarvestModel, z: float,
+              thin_eps: float = _THIN_EPS) -> tuple[IntArray, float]:
+    """Optimal harvest fractions via per-direction Pareto DPs and a knapsack merge.
+
+    Ours (the paper uses the GREEDYPICK heuristic because its brute force is
+    O(n^{m²})): C and O are sums over directions, so the optimum picks one point of
+    each direction's (cost, output) Pareto front (:func:`direction_front`) with the
+    summed cost within z·C(1). Fronts are merged pairwise (sums, budget filter, Pareto
+    prune); the last direction is matched by binary search (its front is sorted by
+    cost with increasing output). Exact unless a merged front exceeds
+    ``_THIN_ABOVE`` points — then it is thinned to one point per (1 + ε) output band,
+    which costs at most a factor (1 + ε) of output per merge (and never feasibility).
+    Returns (counts, O).
+    """
+    _check(z)
+    arr = model.arrays()
+    m = model.m
+    fixed = float(arr.lam.sum()) * arr.tuple_cost
+    fronts = [direction_front(arr, i) for i in range(m)]
+    full = fixed + sum(float(f[0][-1]) for f in fronts)  # the last front point is all-n
+    budget = z * full * (1.0 + _REL) - fixed
+    f_cost = np.zeros(1)
+    f_out = np.zeros(1)
+    f_pick = np.zeros((1, 0), dtype=np.int64)
+    for i in range(m - 1):
+        c, o, _ = fronts[i]
+        nb = int(np.searchsorted(c, budget, side="right"))
+        c, o = c[:nb], o[:nb]
+        tot_c = (f_cost[:, None] + c[None, :]).ravel()
+        tot_o = (f_out[:, None] + o[None, :]).ravel()
+        ok = np.flatnonzero(tot_c <= budget)
+        front = ok[_front_sorted(tot_c[ok], tot_o[ok])]
+        a, b = np.divmod(front, c.shape[0])
+        f_cost, f_out = tot_c[front], tot_o[front]
+        f_pick = np.concatenate([f_pick[a], b[:, None]], axis=1)
+        if f_cost.shape[0] > _THIN_ABOVE and thin_eps > 0:
+            t = _thin(f_cost, f_out, thin_eps)
+            f_cost, f_out, f_pick = f_cost[t], f_out[t], f_pick[t]
+    c, o, _ = fronts[m - 1]
+    last = np.searchsorted(c, budget - f_cost, side="right") - 1
+    valid = last >= 0
+    tot = np.where(valid, f_out + o[np.maximum(last, 0)], -1.0)
+    k = int(np.argmax(tot))
+    picks = [*f_pick[k].tolist(), int(last[k])]
+    counts = np.stack([fronts[i][2][picks[i]] for i in range(m)])
+    return counts.astype(np.int64), float(tot[k])

@@ -67,6 +67,7 @@ class QualityConfig:
     eq_sel: bool = False
     floor_at_recall: bool = True
     headroom: float = 0.5
+    margin: float = 0.25
     evidence_intervals: int = 10
     basic_window_ms: int | None = None
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
@@ -86,7 +87,10 @@ class QualityConfig:
 
     def model(self) -> ModelConfig:
         """The recall model's static inputs (b = g)."""
-        b = self.basic_window_ms if self.basic_window_ms is not None else self.granularity_ms
+        g = self.granularity_ms
+        b = self.basic_window_ms
+        if b is None:  # one basic window per join window (n_i = 1): the conservative end
+            b = -(-max(self.windows_ms) // g) * g
         return ModelConfig(self.windows_ms, self.granularity_ms, b)
 
 
@@ -178,8 +182,9 @@ class QualityPolicy:
         produced = self.monitor.produced
         prod_past, true_past = self.monitor.roll(n_true_interval)
         n_true_next = self.n_true_next
-        floor = cfg.recall if cfg.floor_at_recall else 0.0
-        cap = cfg.recall + (1.0 - cfg.recall) * cfg.headroom
+        slack = 1.0 - cfg.recall
+        floor = cfg.recall + slack * cfg.margin if cfg.floor_at_recall else 0.0
+        cap = max(cfg.recall + slack * cfg.headroom, floor)
         target = instant_recall_target(cfg.recall, prod_past, true_past, n_true_next, floor, cap)
         g = cfg.granularity_ms
         k_max = summary.max_delay_ms // g
