@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError, SerializationError
-from pipeline.operators.events import JoinResult, Member, make_result
+from pipeline.operators.events import JoinResult, results_from_arrays
 from pipeline.spec import JoinSpec
 
 COSINE_TOLERANCE = 1e-9
@@ -60,13 +60,16 @@ def _numeric(rows: Sequence[Mapping[str, Any]], col: str) -> NDArray[np.float64]
 def _results(
     join: JoinSpec, per: list[list[Mapping[str, Any]]], rows: NDArray[Any]
 ) -> list[JoinResult]:
-    out = []
-    for row in rows.tolist():
-        members = [
-            Member(join.streams[s], int(per[s][i]["seq"]), int(per[s][i]["event_time"]))
-            for s, i in enumerate(row)
-        ]
-        out.append(make_result(members))
+    """Results for rows of per-stream positions, sorted by (result_time, id)."""
+    m = len(join.streams)
+    seqs = np.empty((len(rows), m), np.int64)
+    tss = np.empty((len(rows), m), np.int64)
+    for s in range(m):
+        seq_col = np.array([int(r["seq"]) for r in per[s]], np.int64)
+        ts_col = np.array([int(r["event_time"]) for r in per[s]], np.int64)
+        seqs[:, s] = seq_col[rows[:, s]] if len(rows) else 0
+        tss[:, s] = ts_col[rows[:, s]] if len(rows) else 0
+    out = results_from_arrays(join.streams, seqs.tolist(), tss.tolist())
     out.sort(key=lambda r: (r.result_time, r.id))
     return out
 
@@ -86,17 +89,54 @@ def _sql_predicate(join: JoinSpec, a: str, b: str) -> str:
     raise ConfigError(f"join.predicate: {join.predicate!r} has no SQL form; use brute force")
 
 
+def _bucketed(join: JoinSpec) -> bool:
+    """Band and distance joins get grid buckets so DuckDB can hash-join (see duckdb_sql)."""
+    return join.predicate in ("band", "distance") and join.epsilon > 0
+
+
 def duckdb_sql(join: JoinSpec) -> str:
-    """The oracle query over tables t0..t{m-1}(pos, ts, c0[, c1])."""
+    """The oracle query over tables t0..t{m-1}(pos, ts, c0[, c1][, g0[, g1]]).
+
+    Every pair's window and predicate condition is spelled out. For band and distance
+    joins an extra, implied condition lets DuckDB use a hash join instead of a nested
+    loop: each tuple carries its grid cell g = floor(c / ε) per coordinate, and streams
+    1..m−1 are read through views ``x{i}`` that repeat every row once per neighbouring
+    cell offset (−1, 0, +1 per coordinate). |a − b| ≤ ε implies the cells differ by at most
+    one, so joining on "shifted cell of t_i = cell of t0" keeps every true result exactly
+    once (the offsets are distinct) and the pair conditions below keep only true ones.
+    """
     m = len(join.streams)
     w = join.windows
     select = ", ".join(f"t{i}.pos AS p{i}" for i in range(m))
-    tables = ", ".join(f"t{i}" for i in range(m))
+    dims = len(_columns(join)) if _bucketed(join) else 0
+    sources = ["t0"] + [f"x{i} AS t{i}" if dims else f"t{i}" for i in range(1, m)]
     conds = []
+    for i in range(1, m):
+        conds.extend(f"t{i}.g{d} = t0.g{d}" for d in range(dims))
     for i, j in combinations(range(m), 2):
         conds.append(f"t{j}.ts BETWEEN t{i}.ts - {w[j]} AND t{i}.ts + {w[i]}")
         conds.append(_sql_predicate(join, f"t{i}", f"t{j}"))
-    return f"SELECT {select} FROM {tables} WHERE {' AND '.join(conds)}"
+    return f"SELECT {select} FROM {', '.join(sources)} WHERE {' AND '.join(conds)}"
+
+
+def _create_bucket_views(con: Any, join: JoinSpec) -> None:
+    """Cell columns on every table and the neighbour-exploded views x1..x{m-1}."""
+    cols = _columns(join)
+    eps = repr(float(join.epsilon))
+    for i in range(len(join.streams)):
+        cells = ", ".join(f"CAST(floor(c{d} / {eps}) AS BIGINT) AS g{d}" for d in range(len(cols)))
+        con.execute(f"CREATE TABLE t{i}g AS SELECT *, {cells} FROM t{i}")
+        con.execute(f"DROP TABLE t{i}")
+        con.execute(f"ALTER TABLE t{i}g RENAME TO t{i}")
+    offsets = " CROSS JOIN ".join(
+        f"(SELECT unnest([-1, 0, 1]) AS o{d})" for d in range(len(cols))
+    )
+    plain = ", ".join(["pos", "ts", *(f"c{d}" for d in range(len(cols)))])
+    shifted = ", ".join(f"g{d} + o{d} AS g{d}" for d in range(len(cols)))
+    for i in range(1, len(join.streams)):
+        con.execute(
+            f"CREATE VIEW x{i} AS SELECT {plain}, {shifted} FROM t{i} CROSS JOIN {offsets}"
+        )
 
 
 def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
@@ -120,6 +160,8 @@ def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[
             )
             con.register(f"t{i}_df", frame)
             con.execute(f"CREATE TABLE t{i} AS SELECT * FROM t{i}_df")
+        if _bucketed(join):
+            _create_bucket_views(con, join)
         found = con.execute(duckdb_sql(join)).fetchnumpy()
     finally:
         con.close()

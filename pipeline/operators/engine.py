@@ -8,14 +8,13 @@ throttles the join (GrubJoin); see ``hooks.py`` for the exact call sequence.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipeline.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
-from pipeline.operators.events import Event, JoinResult, Member
+from pipeline.operators.events import Event, JoinResult, results_from_arrays
 from pipeline.operators.hooks import Shedder, SlackPolicy
 from pipeline.operators.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
 from pipeline.operators.mjoin import JoinOutput, MWayJoin, Outcome
@@ -186,15 +185,7 @@ class Engine:
         return self._results(res) if res.count else []
 
     def _results(self, res: JoinOutput) -> list[JoinResult]:
-        names = self.config.streams
-        m = len(names)
-        out = []
-        for seqs, tss in zip(res.seqs.tolist(), res.tss.tolist(), strict=True):
-            members = tuple(map(Member, names, seqs, tss))
-            key = "|".join([f"{names[s]}:{seqs[s]}" for s in range(m)])
-            rid = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
-            out.append(JoinResult(rid, max(tss), members))
-        return out
+        return results_from_arrays(self.config.streams, res.seqs.tolist(), res.tss.tolist())
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> dict[str, Any]:

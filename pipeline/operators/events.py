@@ -71,6 +71,33 @@ def make_result(members: Sequence[Member]) -> JoinResult:
     )
 
 
+def results_from_arrays(
+    streams: Sequence[str], seqs: Sequence[Sequence[int]], tss: Sequence[Sequence[int]]
+) -> list[JoinResult]:
+    """Many results at once from row-aligned ``seqs``/``tss`` (one column per stream).
+
+    Same ids and timestamps as :func:`make_result`, without its per-member overhead: the
+    hot path of the engine and of the oracles, which build millions of results.
+
+    >>> r = results_from_arrays(["s1", "s2"], [[12, 7]], [[100, 90]])[0]
+    >>> r == make_result([Member("s1", 12, 100), Member("s2", 7, 90)])
+    True
+    """
+    blake = hashlib.blake2b
+    prefixes = [f"{name}:" for name in streams]
+    out = []
+    for seq_row, ts_row in zip(seqs, tss, strict=True):
+        key = "|".join([p + str(q) for p, q in zip(prefixes, seq_row, strict=True)])
+        out.append(
+            JoinResult(
+                blake(key.encode(), digest_size=16).hexdigest(),
+                max(ts_row),
+                tuple(map(Member, streams, seq_row, ts_row)),
+            )
+        )
+    return out
+
+
 def result_from_json(record: Mapping[str, Any]) -> JoinResult:
     """Parse a result record; raises :class:`SerializationError` naming the bad field."""
     try:
