@@ -11,12 +11,24 @@ Workloads (all in the same run, same generated input for every method):
 * ``positions2`` — stand-in for the soccer data: 2 teams, players within 5 m (distance
   UDF), windows 5 s, heavy-tailed Zipf delays (skew 2) up to 22 s and 26 s.
 
-Each quality run uses Γ ∈ {0.9, 0.95, 0.99, 0.999}, P = 60 s, L = 1 s, g = b = 10 ms.
+Each quality run uses Γ ∈ {0.9, 0.95, 0.99, 0.999}, P = 60 s, L = 1 s, g = 10 ms, b = W (n_i = 1).
 Ground truth: the join over the complete input, counted per result timestamp with DuckDB
 SQL (every pair's window condition and predicate spelled out). γ(P) is measured every L
 over the results whose timestamp lies in the last P (first period excluded), from the
 engine's complete output. Φ(Γ) = share of measurements with γ(P) ≥ Γ, Φ(.99Γ) likewise.
 Baselines are run once and scored against every Γ.
+
+Reference (full runs only): the engine with a *fixed* K ∈ ``FIXED_KS`` on positions2,
+scored against every Γ; ``fixed_k_reference.ideal_k_ms[Γ]`` is the smallest of those K
+with Φ(.99Γ) ≥ 0.97 — what an oracle that knew the delay distribution in advance could
+achieve with one constant K (the yardstick for the adaptive policy's average K).
+
+Late tuples' productivity: ``late_estimate = "mean"`` (the in-order mean, an unbiased
+estimate when delay and productivity are independent), not Ji et al.'s conservative
+"max": with "max" the estimated N_true(P−L) is 1.5–3 % too high on these workloads, Γ'
+saturates and K degenerates to MaxD^H. The recall guarantee comes instead from the
+policy's one-basic-window model (b = W), its margin on Γ' and its multi-interval
+DPcorr evidence (see :mod:`pipeline.operators.quality_policy`).
 """
 
 from __future__ import annotations
@@ -39,6 +51,11 @@ from pipeline.config import Settings
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
+from pipeline.operators.quality_policy import (
+    EVIDENCE_INTERVALS,
+    TARGET_HEADROOM,
+    TARGET_MARGIN,
+)
 from pipeline.spec import JoinSpec, Spec, parse_spec
 
 PERIOD_MS = 60_000
@@ -47,7 +64,10 @@ GRANULARITY_MS = 10
 RECALLS = (0.9, 0.95, 0.99, 0.999)
 QUICK_RECALLS = (0.95, 0.99)
 #: productivity estimate of late tuples (``disorder.late_estimate``); "max" is Ji et al.'s
-LATE_ESTIMATE = "max"
+LATE_ESTIMATE = "mean"
+#: fixed K values (ms) run on positions2 as the oracle-tuned constant-K reference
+FIXED_KS = (1_000, 1_500, 2_000, 3_000, 4_000, 5_000)
+REFERENCE_WORKLOAD = "positions2"
 
 
 @dataclass(frozen=True)
@@ -205,7 +225,7 @@ def run_engine(
     return np.asarray(times, dtype=np.int64), rows, wall
 
 
-def _spec(w: Workload, mode: str, recall: float = 0.99) -> Spec:
+def _spec(w: Workload, mode: str, recall: float = 0.99, slack_ms: int = 0) -> Spec:
     return parse_spec(
         {
             "join": w.join,
@@ -216,9 +236,39 @@ def _spec(w: Workload, mode: str, recall: float = 0.99) -> Spec:
                 "interval_ms": INTERVAL_MS,
                 "granularity_ms": GRANULARITY_MS,
                 "late_estimate": LATE_ESTIMATE,
+                "slack_ms": slack_ms,
             },
         }
     )
+
+
+def fixed_reference(
+    w: Workload,
+    records: Sequence[dict[str, Any]],
+    truth: np.ndarray,
+    gammas: Sequence[float],
+    progress: Progress,
+) -> dict[str, Any]:
+    """Fixed-K runs: Φ(.99Γ) per K and Γ, and the smallest K with Φ(.99Γ) ≥ 0.97."""
+    end_ms = w.gen.start_ms + int(w.gen.duration_s * 1000)
+    runs: list[dict[str, Any]] = []
+    for k in FIXED_KS:
+        produced, _, _ = run_engine(
+            _spec(w, "fixed", slack_ms=k), records, progress, f"{w.name} fixed K={k}"
+        )
+        recalls = period_recalls(produced, truth, w.gen.start_ms, end_ms)
+        runs.append(
+            {
+                "k_ms": k,
+                "mean_recall": float(np.mean(recalls)),
+                "min_recall": float(np.min(recalls)),
+                "phi_99": {str(g): float(np.mean(recalls >= 0.99 * g)) for g in gammas},
+            }
+        )
+    ideal = {
+        str(g): next((r["k_ms"] for r in runs if r["phi_99"][str(g)] >= 0.97), None) for g in gammas
+    }
+    return {"workload": w.name, "runs": runs, "ideal_k_ms": ideal}
 
 
 def _score(
@@ -248,6 +298,7 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     rows: list[dict[str, Any]] = []
     timing: dict[str, Any] = {}
     info: dict[str, Any] = {}
+    reference: dict[str, Any] | None = None
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -288,6 +339,8 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
                     "steps": int(adapt.size),
                     "wall_s": wall,
                 }
+            if not quick and w.name == REFERENCE_WORKLOAD:
+                reference = fixed_reference(w, records, truth, gammas, progress)
     targets = _targets(rows, timing)
     payload = {
         "quick": quick,
@@ -295,14 +348,20 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
             "period_ms": PERIOD_MS,
             "interval_ms": INTERVAL_MS,
             "granularity_ms": GRANULARITY_MS,
-            "basic_window_ms": GRANULARITY_MS,
+            "basic_window": "b = max W_i (one basic window per join window, n_i = 1)",
             "recalls": list(gammas),
             "late_estimate": LATE_ESTIMATE,
+            "quality_policy": {
+                "target_margin": TARGET_MARGIN,
+                "target_headroom": TARGET_HEADROOM,
+                "evidence_intervals": EVIDENCE_INTERVALS,
+            },
         },
         "workloads": info,
         "rows": rows,
         "adaptation_step": timing,
         "targets": targets,
+        "fixed_k_reference": reference,
     }
     write_json("disorder", payload, results_dir)
     _plot(rows, results_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 from pathlib import Path
 
 from pipeline.config import Settings
@@ -25,6 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("name", choices=[*BENCHMARKS, "all"], help="which benchmark")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument(
+        "--only", default=None,
+        help="comma-separated parts to run, merged into the existing JSON "
+             "(grubjoin: optimality,config_time,sweeps; default: all)",
+    )
+    p.add_argument(
         "--results-dir", type=Path, default=None, help="where to write (default bench/results)"
     )
     p.set_defaults(handler=run)
@@ -38,5 +44,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     code = 0
     for name in names:
         module = importlib.import_module(BENCHMARKS[name])
-        code = max(code, int(module.run(args.quick, args.results_dir or RESULTS_DIR, settings)))
+        kwargs = {}
+        if getattr(args, "only", None):
+            if "only" not in inspect.signature(module.run).parameters:
+                raise SystemExit(f"bench {name}: --only is not supported")
+            kwargs["only"] = args.only
+        code = max(code, int(module.run(args.quick, args.results_dir or RESULTS_DIR, settings,
+                                        **kwargs)))
     return code

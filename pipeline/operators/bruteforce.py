@@ -114,7 +114,8 @@ def _front_sorted(cost: FloatArray, out: FloatArray) -> IntArray:
     return order[keep]
 
 
-def direction_front(arr: ModelArrays, i: int) -> tuple[FloatArray, FloatArray, IntArray]:
+def direction_front(arr: ModelArrays, i: int, thin_eps: float = 0.0,
+                    thin_above: int = _THIN_ABOVE) -> tuple[FloatArray, FloatArray, IntArray]:
     """Exact (λ_i C_i, λ_i N_{i,m}) Pareto front of direction i and its count rows.
 
     Ours (not in the paper): C_i and N_{i,m} nest from the last position backwards,
@@ -137,6 +138,8 @@ def direction_front(arr: ModelArrays, i: int) -> tuple[FloatArray, FloatArray, I
         nc = (zc[:, None] + pa[:, None] * c[None, :]).ravel()
         no = (pa[:, None] * o[None, :]).ravel()
         keep = _front_sorted(nc, no)
+        if thin_eps > 0 and keep.shape[0] > thin_above:
+            keep = keep[_thin(nc[keep], no[keep], thin_eps)]
         ki, si = np.divmod(keep, c.shape[0])
         rows = np.concatenate([k[ki][:, None], rows[si]], axis=1)
         c, o = nc[keep], no[keep]
@@ -158,8 +161,8 @@ def _thin(cost: FloatArray, out: FloatArray, eps: float) -> IntArray:
     return np.flatnonzero(first)
 
 
-def pareto_dp(model: HarvestModel, z: float,
-              thin_eps: float = _THIN_EPS) -> tuple[IntArray, float]:
+def pareto_dp(model: HarvestModel, z: float, thin_eps: float = _THIN_EPS,
+              thin_above: int = _THIN_ABOVE) -> tuple[IntArray, float]:
     """Optimal harvest fractions via per-direction Pareto DPs and a knapsack merge.
 
     Ours (the paper uses the GREEDYPICK heuristic because its brute force is
@@ -176,7 +179,7 @@ def pareto_dp(model: HarvestModel, z: float,
     arr = model.arrays()
     m = model.m
     fixed = float(arr.lam.sum()) * arr.tuple_cost
-    fronts = [direction_front(arr, i) for i in range(m)]
+    fronts = [direction_front(arr, i, thin_eps, thin_above) for i in range(m)]
     full = fixed + sum(float(f[0][-1]) for f in fronts)  # the last front point is all-n
     budget = z * full * (1.0 + _REL) - fixed
     f_cost = np.zeros(1)
@@ -193,7 +196,7 @@ def pareto_dp(model: HarvestModel, z: float,
         a, b = np.divmod(front, c.shape[0])
         f_cost, f_out = tot_c[front], tot_o[front]
         f_pick = np.concatenate([f_pick[a], b[:, None]], axis=1)
-        if f_cost.shape[0] > _THIN_ABOVE and thin_eps > 0:
+        if f_cost.shape[0] > thin_above and thin_eps > 0:
             t = _thin(f_cost, f_out, thin_eps)
             f_cost, f_out, f_pick = f_cost[t], f_out[t], f_pick[t]
     c, o, _ = fronts[m - 1]

@@ -3,8 +3,10 @@
 * :class:`ResultSizeMonitor` keeps, for the last (P − L)/L adaptation intervals, the
   number of results produced and the estimated number of true results
   N^⋈_true(L) = Σ_d M^⋈[d] of each interval, giving N^⋈_prod(P−L) and N^⋈_true(P−L).
-* :func:`instant_recall_target` solves Eq. 7 for Γ' and caps it at 1 (the paper's
-  "max{Γ', 1}" is a typo for min, digest §3.6); it is also floored at 0.
+* :func:`instant_recall_target` solves Eq. 7 for Γ' and clips it to [floor, cap];
+  the defaults [0, 1] are the paper's (its "max{Γ', 1}" is a typo for min, digest §3.6).
+  The quality policy passes a narrower band around Γ (see
+  :mod:`~pipeline.operators.quality_policy`, deviation 1).
 * :func:`linear_search` is Alg. 3: test K = 0, g, 2g, … until K > MaxD^H or
   γ(L, K) ≥ Γ'.
 """
@@ -32,10 +34,12 @@ def instant_recall_target(
 ) -> float:
     """Γ' from Eq. 7: (N_prod(P−L) + N_true(L)·Γ') / (N_true(P−L) + N_true(L)) ≥ Γ.
 
-    Γ' = [Γ·(N_true(P−L) + N_true(L)) − N_prod(P−L)] / N_true(L), clipped to [0, 1].
-    With no expected results in the next interval (N_true(L) = 0) nothing can be
-    compensated and Γ' = Γ.
+    Γ' = [Γ·(N_true(P−L) + N_true(L)) − N_prod(P−L)] / N_true(L), clipped to
+    [floor, cap] (default [0, 1], the paper's). With no expected results in the next
+    interval (N_true(L) = 0) nothing can be compensated and Γ' = Γ (clipped likewise).
     """
+    if not 0.0 <= floor <= cap <= 1.0:
+        raise ConfigError(f"instant recall target: need 0 <= floor <= cap <= 1, got {floor}, {cap}")
     if not 0.0 < recall <= 1.0:
         raise ConfigError(f"disorder.recall: must be in (0, 1], got {recall}")
     if n_true_next <= 0.0:
@@ -75,13 +79,18 @@ class ResultSizeMonitor:
         """Count results produced by the join in the current interval."""
         self.produced += int(count)
 
-    def roll(self, n_true_interval: float) -> tuple[float, float]:
+    def roll(self, n_true_interval: float, active: bool = True) -> tuple[float, float]:
         """Close an interval; return (N_prod(P−L), N_true(P−L)) including it.
 
         The last P − L of stream time are the (P − L)/L most recent intervals, the
         just-closed one among them; the interval about to start makes up the rest of P.
+
+        ``active=False`` (no tuple reached the join, e.g. while the K-slack buffers fill
+        after K grew) leaves the history untouched: the join's time ⋈T did not advance,
+        so no result timestamps left or entered the period (deviation from a purely
+        wall-interval window, which would age the evidence out while the join is idle).
         """
-        if self.history > 0:
+        if self.history > 0 and active:
             self._rows.append((float(self.produced), float(n_true_interval)))
         self.produced = 0
         return self.totals()

@@ -23,7 +23,7 @@ from pipeline.errors import OperatorStateError
 from pipeline.operators.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.events import Event
-from pipeline.operators.greedy import greedy_double_sided
+from pipeline.operators.greedy import configure
 from pipeline.operators.harvest import OnlineStats, build_model, harvest_plans, shred_plan
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.throttle import Throttle, ThrottleConfig
@@ -133,7 +133,7 @@ class GrubJoinShedder:
             model, scores = build_model(rates, self.config.windows, self.stats.selectivity(),
                                         score_fn, sh.tuple_cost, previous)
             self.z_model = self._model_fraction(model, z, z_old)
-            counts = greedy_double_sided(model, self.z_model, sh.heuristic)
+            counts = configure(model, self.z_model, sh.heuristic)
             if not counts.any():
                 counts = cheapest_productive(model)
             self.plans = harvest_plans(model, counts, scores)

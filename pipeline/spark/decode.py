@@ -114,6 +114,14 @@ def _stream_index(cfg: DecodeConfig) -> Column:
     return sf.create_map(*pairs)[sf.col("rec.stream")]
 
 
+def _complete(rec: Column, cfg: DecodeConfig) -> Column:
+    """The record decoded with every field present (PERMISSIVE may give a struct of nulls)."""
+    cond = rec.isNotNull()
+    for name in cfg.field_names:
+        cond = cond & rec.getField(name).isNotNull()
+    return sf.coalesce(cond, sf.lit(False))
+
+
 def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record fields.
 
@@ -133,7 +141,7 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         rec.alias("rec"),
         # Avro binary encoding is canonical: a body longer than its record re-encoded
         # carries trailing bytes (the Python serde rejects those too)
-        sf.when(rec.isNotNull(), to_avro(rec, cfg.schema_json)).alias("_canonical"),
+        sf.when(_complete(rec, cfg), to_avro(rec, cfg.schema_json)).alias("_canonical"),
         header_ok.alias("_header_ok"),
         fp_ok.alias("_fp_ok"),
     )
@@ -150,7 +158,7 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
               sf.concat(sf.lit("unknown writer schema fingerprint "),
                        sf.lower(sf.hex(sf.substring("raw", 3, 8))),
                        sf.lit(f" (expected {cfg.fingerprint.hex()} = {cfg.schema_name})")))
-        .when(sf.col("rec").isNull() | sf.col("rec.stream").isNull(),
+        .when(sf.col("_canonical").isNull(),
               sf.format_string("undecodable %s body of %d bytes (truncated or corrupt Avro)",
                               sf.lit(cfg.schema_name), sf.length("raw") - HEADER_LEN))
         .when(sf.length("raw") - HEADER_LEN != sf.length("_canonical"),
@@ -163,9 +171,6 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         .when(expected_stream.isNotNull() & (sf.col("rec.stream") != expected_stream),
               sf.format_string("stream %s read from topic %s of stream %s",
                               sf.col("rec.stream"), sf.col("topic"), expected_stream))
-        .when(sf.col("rec.seq").isNull() | sf.col("rec.event_time").isNull()
-              | sf.col("rec.arrival_time").isNull(),
-              sf.lit("missing seq, event_time or arrival_time"))
         .when(sf.col("rec.event_time") < 0,
               sf.format_string("negative event_time %d", sf.col("rec.event_time")))
         .when(sf.col("rec.arrival_time") < sf.col("rec.event_time"),

@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import ConfigError
-from pipeline.operators.bruteforce import exhaustive, optimal
+from pipeline.operators.bruteforce import (
+    _direction_grid,
+    direction_front,
+    exhaustive,
+    optimal,
+    pareto_dp,
+)
 from pipeline.operators.costmodel import HarvestModel
 from tests.unit.operators.harvest_models import random_model
 from tests.unit.operators.test_costmodel import loop_model
@@ -66,3 +72,47 @@ def test_z_one_scans_everything() -> None:
 def test_bad_z(z: float) -> None:
     with pytest.raises(ConfigError, match="z"):
         optimal(random_model(0, 2, 2), z)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(2, 3), n=st.integers(1, 5),
+       z=st.floats(0.01, 1.0), tc=st.sampled_from([0.0, 1.0]))
+def test_pareto_dp_equals_the_grid_optimum_and_is_feasible(seed: int, m: int, n: int,
+                                                           z: float, tc: float) -> None:
+    model = random_model(seed, m, n, tuple_cost=tc)
+    _, want = optimal(model, z)
+    counts, out = pareto_dp(model, z)
+    cost, got = model.evaluate(counts)
+    assert cost <= z * model.full_cost() * (1 + 1e-9)
+    assert got == pytest.approx(out, rel=1e-9, abs=1e-12)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+    assert ((counts == 0).all(axis=1) | (counts > 0).all(axis=1)).all()
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(2, 4), n=st.integers(1, 4))
+def test_direction_front_is_the_front_of_the_full_grid(seed: int, m: int, n: int) -> None:
+    model = random_model(seed, m, n)
+    arr = model.arrays()
+    for i in range(m):
+        cost, out, rows = direction_front(arr, i)
+        got_c, got_o = arr.row_terms(i, rows)
+        np.testing.assert_allclose(got_c, cost, rtol=1e-9)
+        np.testing.assert_allclose(got_o, out, rtol=1e-9)
+        grid = _direction_grid(arr.nmax[i])
+        gc, go = arr.row_terms(i, grid)
+        # every grid row is weakly dominated by some front point
+        dominated = (cost[None, :] <= gc[:, None] * (1 + 1e-12) + 1e-12) & (
+            out[None, :] >= go[:, None] * (1 - 1e-9) - 1e-12)
+        assert dominated.any(axis=1).all()
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), z=st.floats(0.02, 1.0))
+def test_thinned_pareto_dp_is_feasible_and_near_exact(seed: int, z: float) -> None:
+    model = random_model(seed, 4, 3)
+    _, want = pareto_dp(model, z, thin_eps=0.0)
+    counts, out = pareto_dp(model, z, thin_eps=0.01, thin_above=4)
+    assert model.evaluate(counts)[0] <= z * model.full_cost() * (1 + 1e-9)
+    assert out >= want / 1.01 ** 8 - 1e-12
+    assert out <= want * (1 + 1e-9) + 1e-12

@@ -106,3 +106,43 @@ def test_result_size_monitor_keeps_p_minus_l() -> None:
     assert single.roll(9.0) == (0.0, 0.0)
     with pytest.raises(ConfigError, match="interval_ms"):
         ResultSizeMonitor(1_000, 2_000)
+
+
+@pytest.mark.parametrize(
+    ("prod_past", "true_past", "true_next", "expected"),
+    [
+        # surplus: Eq. 7 alone would ask 0.4, the floor keeps Γ + margin
+        (95.0, 100.0, 10.0, 0.92),
+        # deficit: Eq. 7 alone would ask 1 (K = MaxD^H), the cap stops at Γ + headroom
+        (88.0, 100.0, 10.0, 0.95),
+        # inside the band: Eq. 7 unchanged, (0.9·110 − 89.7)/10
+        (89.7, 100.0, 10.0, 0.93),
+        # nothing expected next: Γ, clipped into the band
+        (10.0, 20.0, 0.0, 0.92),
+    ],
+)
+def test_instant_target_floor_and_cap(
+    prod_past: float, true_past: float, true_next: float, expected: float
+) -> None:
+    got = instant_recall_target(0.9, prod_past, true_past, true_next, floor=0.92, cap=0.95)
+    assert got == pytest.approx(expected)
+
+
+def test_instant_target_rejects_a_bad_band() -> None:
+    with pytest.raises(ConfigError, match="floor <= cap"):
+        instant_recall_target(0.9, 1.0, 2.0, 3.0, floor=0.95, cap=0.92)
+    with pytest.raises(ConfigError, match="floor <= cap"):
+        instant_recall_target(0.9, 1.0, 2.0, 3.0, floor=0.0, cap=1.5)
+
+
+def test_result_size_monitor_skips_idle_intervals() -> None:
+    """While nothing reaches the join (K-slack filling), the P − L history does not age."""
+    mon = ResultSizeMonitor(period_ms=3_000, interval_ms=1_000)
+    mon.add_results(8)
+    assert mon.roll(10.0) == (8.0, 10.0)
+    mon.add_results(9)
+    assert mon.roll(9.0) == (17.0, 19.0)
+    for _ in range(5):  # idle: nothing produced, nothing expected, history kept
+        assert mon.roll(0.0, active=False) == (17.0, 19.0)
+    mon.add_results(1)
+    assert mon.roll(2.0) == (10.0, 11.0)  # the oldest row leaves only on an active roll

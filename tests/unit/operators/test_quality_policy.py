@@ -14,7 +14,8 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.delay_stats import delay_bin
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
-from pipeline.operators.quality_policy import QualityConfig, QualityPolicy
+from pipeline.operators.profiler import ProductivityMaps
+from pipeline.operators.quality_policy import QualityConfig, QualityPolicy, merge_maps
 from pipeline.operators.recall_model import ModelConfig, gamma_curve
 from pipeline.oracle import duckdb_oracle
 from pipeline.spec import Spec, parse_spec
@@ -79,8 +80,10 @@ def test_chosen_k_is_the_smallest_meeting_the_instant_target() -> None:
     target = row["instant_recall_target"]
     pdfs = [np.bincount([delay_bin(int(d), 10) for d in delays[s]]).tolist() for s in (0, 1)]
     ks = [pol.stats.ksync_estimates()[0], pol.stats.ksync_estimates()[1]]
+    b = pol.config.model().basic_window_ms
+    assert b == 500  # default: one basic window per join window (n_i = 1)
     gammas = [
-        reference_gamma(pdfs, ks, pol.evidence, [500, 500], 10, 10, k)
+        reference_gamma(pdfs, ks, pol.evidence, [500, 500], 10, b, k)
         for k in range(0, row["max_delay_ms"] + 10, 10)
     ]
     limit = row["max_delay_ms"]
@@ -89,7 +92,7 @@ def test_chosen_k_is_the_smallest_meeting_the_instant_target() -> None:
     assert row["k_ms"] == expected
     assert 0 < row["k_ms"] <= 260
     curve = gamma_curve(
-        [np.asarray(p, float) for p in pdfs], ks, pol.evidence, ModelConfig((500, 500), 10, 10), 26
+        [np.asarray(p, float) for p in pdfs], ks, pol.evidence, ModelConfig((500, 500), 10, b), 26
     )
     assert row["estimated_recall"] == pytest.approx(min(curve[row["k_ms"] // 10], 1.0))
 
@@ -232,3 +235,90 @@ def test_rows_are_flat_scalars_and_spec_key_is_validated() -> None:
     assert all(v is None or isinstance(v, (int, float, str)) for v in row.values())
     with pytest.raises(ConfigError, match=r"disorder\.late_estimate"):
         _spec(2, 1_000, "quality", late_estimate="median")
+
+
+def test_target_band_and_default_basic_window() -> None:
+    qc = QualityConfig(0.99, 60_000, 1_000, 10, (5_000, 3_005))
+    floor, cap = qc.target_bounds()
+    assert floor == pytest.approx(0.9925)
+    assert cap == pytest.approx(0.995)
+    assert QualityConfig(0.99, 60_000, 1_000, 10, (5_000,) * 2, spend_surplus=True).target_bounds()[
+        0
+    ] == pytest.approx(0.0)
+    # b = max W_i rounded up to a multiple of g, so n_i = 1 for every stream
+    assert qc.model().basic_window_ms == 5_000
+    assert QualityConfig(0.9, 60_000, 1_000, 10, (3_005, 3_001)).model().basic_window_ms == 3_010
+    explicit = QualityConfig(0.9, 60_000, 1_000, 10, (5_000, 5_000), basic_window_ms=10)
+    assert explicit.model().basic_window_ms == 10
+
+
+def test_merge_maps_sums_bins_of_different_lengths() -> None:
+    a = ProductivityMaps(np.array([1.0, 2.0]), np.array([0.5, 1.0]), 3)
+    b = ProductivityMaps(np.array([4.0, 0.0, 6.0]), np.array([2.0, 0.0, 3.0]), 5)
+    m = merge_maps([a, b])
+    assert m.cross.tolist() == [5.0, 2.0, 6.0]
+    assert m.join.tolist() == [2.5, 1.0, 3.0]
+    assert m.tuples == 8
+    assert merge_maps([]).tuples == 0
+
+
+def test_dpcorr_evidence_covers_the_last_non_empty_intervals() -> None:
+    qc = QualityConfig(0.9, 10_000, 1_000, 10, (1_000, 1_000), evidence_intervals=2)
+    pol = QualityPolicy(qc)
+    sizes = [5, 0, 7, 11]  # tuples reaching the join per interval (0 = idle interval)
+    for i, n in enumerate(sizes):
+        for t in range(n):
+            pol.observe_arrival(t % 2, 1_000 * i + t, 0)
+            pol.observe_join(t % 2, 1_000 * i + t, 0, 1, 4, False)
+        pol.maybe_adapt(1_000 * (i + 1))
+    assert pol.evidence.tuples == 7 + 11
+    assert pol.evidence.cross[0] == pytest.approx(4.0 * 18)
+
+
+def test_instant_target_stays_in_the_band_under_a_persistent_deficit() -> None:
+    """Half the results are lost every interval: Eq. 7 alone would pin Γ' at 1."""
+    pol = QualityPolicy(_qc((1_000, 1_000), recall=0.9))
+    floor, cap = pol.config.target_bounds()
+    target = 0.0
+    for i in range(20):
+        for t in range(0, 1_000, 10):
+            for s in (0, 1):
+                ts = 1_000 * i + t
+                pol.observe_arrival(s, ts, 0)
+                pol.observe_join(s, ts, 0, 1 if t % 20 else 0, 10, False)
+        row = pol.maybe_adapt(1_000 * (i + 1))
+        assert row is not None
+        target = row["instant_recall_target"]
+        assert floor - 1e-12 <= target <= cap + 1e-12
+    assert target == pytest.approx(cap)
+
+
+def test_heavy_tailed_delays_need_a_small_k() -> None:
+    """2-way, Zipf delays (skew 2) up to 20 s: ~1 % of tuples are > 1 s late, so Γ = 0.99
+    needs K around a second, not Max-K-slack's ~20 s; the recall per period holds."""
+    gen = WorkloadSpec(
+        "equi",
+        streams=2,
+        rates=(10.0,),
+        duration_s=150.0,
+        disorder=(ZipfDelay(20_000, 2.0),),
+        params=EquiParams(domain=5, initial_skew=0.0, skew_min=0.0, skew_max=0.0),
+        seed=11,
+    )
+    records = generate(gen)
+    quality = _spec(2, 5_000, "quality", recall=0.99, period_ms=30_000, late_estimate="mean")
+    truth = duckdb_oracle(quality.join, records)
+    got, rows_q = _run(quality, records)
+    _, rows_m = _run(_spec(2, 5_000, "max"), records)
+    true_t = np.sort([r.result_time for r in truth])
+    prod_t = np.sort([r.result_time for r in got])
+    ends = np.arange(31_000, 150_001, 1_000)
+    recalls = [
+        np.count_nonzero((prod_t > e - 30_000) & (prod_t <= e))
+        / np.count_nonzero((true_t > e - 30_000) & (true_t <= e))
+        for e in ends
+    ]
+    assert np.mean(np.asarray(recalls) >= 0.99 * 0.99) >= 0.9
+    avg_q = np.mean([r["k_ms"] for r in rows_q[30:]])
+    avg_m = np.mean([r["k_ms"] for r in rows_m[30:]])
+    assert avg_q <= 0.25 * avg_m
