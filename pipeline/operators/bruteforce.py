@@ -106,6 +106,8 @@ _THIN_EPS = 1e-4
 def _front_sorted(cost: FloatArray, out: FloatArray) -> IntArray:
     """Pareto front (cost ↑, output strictly ↑), returned in ascending cost order."""
     order = np.lexsort((-out, cost))
+    if order.shape[0] == 0:
+        return order
     o = out[order]
     run_max = np.maximum.accumulate(o)
     keep = np.empty(o.shape[0], dtype=bool)
@@ -180,8 +182,10 @@ def pareto_dp(model: HarvestModel, z: float, thin_eps: float = _THIN_EPS,
     m = model.m
     fixed = float(arr.lam.sum()) * arr.tuple_cost
     fronts = [direction_front(arr, i, thin_eps, thin_above) for i in range(m)]
-    full = fixed + sum(float(f[0][-1]) for f in fronts)  # the last front point is all-n
+    full = float(arr.evaluate(arr.nmax)[0])  # C(1), fixed per-tuple cost included
     budget = z * full * (1.0 + _REL) - fixed
+    if budget < 0.0:  # even scanning nothing exceeds z·C(1): nothing is feasible
+        return np.zeros((m, m - 1), dtype=np.int64), 0.0
     f_cost = np.zeros(1)
     f_out = np.zeros(1)
     f_pick = np.zeros((1, 0), dtype=np.int64)

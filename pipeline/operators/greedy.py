@@ -250,9 +250,13 @@ def configure(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc") ->
     m = 3 with n ≤ 20, or m = 2) we solve
     the problem exactly with :func:`pareto_dp` (per-direction Pareto DP + knapsack
     merge; sub-millisecond at m = 3, n = 10). Larger instances use the paper's greedy
-    double-sided with ``heuristic``.
+    double-sided with ``heuristic``. z = 1 installs the full join, as greedy does (the
+    DP would otherwise leave out windows the model credits with no output, e.g. while
+    selectivities are still unknown).
     """
     _check(z, heuristic)
+    if z >= 1.0:  # the full join (like greedy reverse; the DP would drop zero-output work)
+        return model.max_counts().astype(np.int64)
     grid = np.prod(model.max_counts(), axis=1)
     if model.m <= EXACT_MAX_M and int(grid.max()) <= EXACT_MAX_GRID:
         counts, _ = pareto_dp(model, z)

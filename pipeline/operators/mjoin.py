@@ -50,6 +50,9 @@ class JoinConfig:
     windows: tuple[int, ...]
     basic_window_ms: int
     predicate: Predicate
+    #: ours: per-basic-window sorted indexes for band/equi predicates (see windows.py);
+    #: the probe then costs 1 per basic window touched plus k per matching row
+    index: bool = False
 
     def __post_init__(self) -> None:
         if len(self.windows) < 2:
@@ -185,6 +188,12 @@ class MWayJoin:
                 cost += self._sample_selectivity(stream, ts, p_side[stream])
             self.probes[stream] += 1
         order = self._order(stream, plan)
+        use_index = cfg.index and getattr(pred, "kind", None) in ("band", "equi")
+        if use_index:
+            v = float(p_side[stream][0, 0])
+            eps = float(pred.epsilon) if pred.kind == "band" else 0.0
+            slack = 1e-9 * (abs(v) + eps) + 1e-300  # widen: the exact test re-checks
+            v_lo, v_hi = v - eps - slack, v + eps + slack
         scanned: list[int] = []
         entering: list[int] = []
         for pos, l in enumerate(order):
@@ -206,17 +215,27 @@ class MWayJoin:
                     rows = base[keep]
                     if rows.size == 0:
                         continue
-                n = len(bw) if rows is None else int(rows.size)
-                scanned_here += k * n  # the NLJ's tuple comparisons (GrubJoin cost unit)
-                # every member must match the probing tuple: test that first (1×n) and
-                # compare the k partial results only with the rows that pass it
-                hit = pred.match(p_side[stream], bw.feats, rows)[0]
-                checks += n
-                if len(p_side) > 1:
+                if use_index:
+                    # sorted-index lookup, then the exact predicate on the candidates
+                    cand = bw.range_rows(v_lo, v_hi)
+                    if rows is not None:
+                        cand = np.intersect1d(cand, rows, assume_unique=True)
+                    hit_rows = cand[pred.match(p_side[stream], bw.feats, cand)[0]]
+                    checks += int(cand.size)
+                    scanned_here += 1 + k * int(hit_rows.size)
+                else:
+                    n = len(bw) if rows is None else int(rows.size)
+                    scanned_here += k * n  # the NLJ's tuple comparisons (GrubJoin cost)
+                    # every member must match the probing tuple: test that first (1×n)
+                    # and compare the k partial results only with the rows that pass it
+                    hit = pred.match(p_side[stream], bw.feats, rows)[0]
+                    checks += n
                     cols = np.flatnonzero(hit)
-                    if cols.size == 0:
+                    hit_rows = cols if rows is None else rows[cols]
+                if len(p_side) > 1:
+                    if hit_rows.size == 0:
                         continue
-                    rows = cols if rows is None else rows[cols]
+                    rows = hit_rows
                     mask = None
                     for s in p_side:
                         if s != stream:
@@ -226,11 +245,12 @@ class MWayJoin:
                     checks += k * int(rows.size) * (len(p_side) - 1)
                     pi, qi = np.nonzero(mask)
                 else:
-                    qi = np.flatnonzero(hit)
+                    qi = np.arange(hit_rows.size)
+                    rows = hit_rows
                     pi = np.zeros(qi.size, dtype=np.int64)
                 if pi.size == 0:
                     continue
-                rr = qi if rows is None else rows[qi]
+                rr = rows[qi]
                 idx_chunks.append(pi)
                 ts_chunks.append(bw.ts.view()[rr])
                 seq_chunks.append(bw.seq.view()[rr])

@@ -5,6 +5,14 @@ and the predicate's feature store). Expiry drops whole basic windows, and only o
 *every* tuple in it is older than the oldest ts any future probe may need
 (``max_ts < ⋈T − W``, Ji et al. Alg. 2), so exactness never depends on b. Probes filter
 partially covered basic windows by ts.
+
+Beyond the paper (ours, opt-in via ``JoinConfig.index``): each basic window keeps a
+sorted index of its first feature column (:meth:`BasicWindow.range_rows`), so a band
+(|a − v| ≤ ε) or equi (a = v) probe finds its candidate rows with ``np.searchsorted``
+instead of comparing every row. The index covers a prefix of the rows and is rebuilt
+when the unsorted tail grows past a quarter of it (amortized O(log n) per insert); the
+tail is scanned linearly. Candidates are a superset (the range is widened by a few
+ulps) and the caller re-checks them with the exact predicate, so results are exact.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ Store = DenseStore | SparseStore
 class BasicWindow:
     """Columns of the tuples of one basic window (unsorted within; min/max ts tracked)."""
 
-    __slots__ = ("bid", "feats", "max_ts", "min_ts", "seq", "ts")
+    __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "feats", "max_ts", "min_ts", "seq",
+                 "ts")
 
     def __init__(self, bid: int, feats: Store) -> None:
         self.bid = bid
@@ -33,6 +42,28 @@ class BasicWindow:
         self.feats = feats
         self.min_ts = np.iinfo(np.int64).max
         self.max_ts = np.iinfo(np.int64).min
+        self._ix_n = 0  # rows covered by the sorted index
+        self._ix_vals: NDArray[np.float64] = np.zeros(0)
+        self._ix_rows: NDArray[np.int64] = np.zeros(0, np.int64)
+
+    def range_rows(self, lo: float, hi: float) -> NDArray[np.int64]:
+        """Ascending row indices whose first feature column lies in [lo, hi] (dense
+        stores only; a superset is fine — the caller re-checks the predicate)."""
+        col = self.feats.rows.view()[:, 0]  # type: ignore[union-attr]
+        n = col.shape[0]
+        if n - self._ix_n > max(32, self._ix_n // 4):
+            order = np.argsort(col, kind="stable")
+            self._ix_vals = col[order]
+            self._ix_rows = order.astype(np.int64)
+            self._ix_n = n
+        a = int(np.searchsorted(self._ix_vals, lo, side="left"))
+        b = int(np.searchsorted(self._ix_vals, hi, side="right"))
+        hits = self._ix_rows[a:b]
+        if n > self._ix_n:
+            tail = col[self._ix_n :]
+            extra = np.flatnonzero((tail >= lo) & (tail <= hi)) + self._ix_n
+            hits = np.concatenate([hits, extra])
+        return np.sort(hits)
 
     def __len__(self) -> int:
         return len(self.ts)
