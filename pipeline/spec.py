@@ -105,11 +105,19 @@ class SheddingSpec(BaseModel):
     tuple_cost: float = Field(default=1.0, ge=0.0)
     utilization: float = Field(default=0.8, gt=0.0, le=1.0)
 
-    @model_validator(mode="after")
-    def _check(self) -> SheddingSpec:
-        if self.mode != "off" and self.budget == "virtual" and self.capacity is None:
-            raise ValueError("capacity: required when mode is not 'off' and budget = 'virtual'")
-        return self
+    def with_budget(self, budget: Literal["virtual", "wall"] | None = None) -> SheddingSpec:
+        """This section with the budget source that applies (``budget`` overrides it, e.g.
+        ``[job] budget`` inside Spark); a virtual budget with shedding needs ``capacity``.
+
+        The check lives here, not in a validator, because one spec file serves both
+        ``harvest join`` (``[shedding] budget``) and ``harvest submit`` (``[job] budget``).
+        """
+        chosen = self.budget if budget is None else budget
+        if self.mode != "off" and chosen == "virtual" and self.capacity is None:
+            raise ConfigError(
+                "shedding.capacity: required when mode is not 'off' and the budget is 'virtual'"
+            )
+        return self if chosen == self.budget else self.model_copy(update={"budget": chosen})
 
 
 class JobSpec(BaseModel):

@@ -39,7 +39,7 @@ class EngineConfig:
             fn=custom,
             columns=columns,
         )
-        return cls(j.streams, j.windows, pred, spec.disorder, spec.shedding)
+        return cls(j.streams, j.windows, pred, spec.disorder, spec.shedding.with_budget())
 
     @property
     def m(self) -> int:

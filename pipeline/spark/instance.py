@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult
@@ -46,13 +46,7 @@ _METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall"
 
 def effective_shedding(spec: Spec) -> SheddingSpec:
     """``[shedding]`` with the budget source of ``[job] budget`` (DESIGN §5: wall in Spark)."""
-    data = {**spec.shedding.model_dump(), "budget": spec.job.budget}
-    try:
-        return SheddingSpec.model_validate(data)
-    except ValueError as exc:
-        raise ConfigError(
-            f"job.budget: {spec.job.budget!r} does not fit [shedding]: {exc}"
-        ) from exc
+    return spec.shedding.with_budget(spec.job.budget)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,6 @@ def test_per_stream_windows() -> None:
         ({"join": BASE, "disorder": {"recall": 1.5}}, "disorder.recall"),
         ({"join": BASE, "disorder": {"interval_ms": 5000, "period_ms": 1000}},
          "interval_ms: L must be <= P"),
-        ({"join": BASE, "shedding": {"mode": "grubjoin"}}, "capacity: required"),
         ({"join": BASE, "shedding": {"boost": 0.5}}, "shedding.boost"),
         ({"join": BASE, "job": {"routing": "hash"}}, "'hash' routing needs an equi-join"),
         ({"join": BASE, "job": {"groups": 0}}, "job.groups"),
@@ -82,3 +81,12 @@ def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
     bad.write_text("[join\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_spec(bad)
+
+
+def test_virtual_budget_with_shedding_needs_capacity() -> None:
+    spec = parse_spec({"join": BASE, "shedding": {"mode": "grubjoin"}, "job": {"budget": "wall"}})
+    assert spec.shedding.with_budget("wall").budget == "wall"
+    with pytest.raises(ConfigError, match=r"shedding\.capacity: required"):
+        spec.shedding.with_budget()
+    with_capacity = parse_spec({"join": BASE, "shedding": {"mode": "grubjoin", "capacity": 5.0}})
+    assert with_capacity.shedding.with_budget().capacity == 5.0

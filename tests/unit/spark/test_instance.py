@@ -159,7 +159,7 @@ def test_job_budget_virtual_needs_a_capacity() -> None:
                               "attribute": "value"},
                      "shedding": {"mode": "grubjoin", "budget": "wall"},
                      "job": {"budget": "virtual"}})
-    with pytest.raises(ConfigError, match=r"job\.budget"):
+    with pytest.raises(ConfigError, match=r"shedding\.capacity: required"):
         effective_shedding(sp)
     assert effective_shedding(sp.model_copy(update={"job": sp.job.model_copy(
         update={"budget": "wall"})})).budget == "wall"
