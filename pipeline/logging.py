@@ -39,4 +39,4 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
     """A named logger; call :func:`configure_logging` first in entry points."""
-    return structlog.get_logger(name)  # type: ignore[no-any-return]
+    return structlog.get_logger(name)

@@ -110,7 +110,7 @@ def duckdb_sql(join: JoinSpec) -> str:
     select = ", ".join(f"t{i}.pos AS p{i}" for i in range(m))
     dims = len(_columns(join)) if _bucketed(join) else 0
     sources = ["t0"] + [f"x{i} AS t{i}" if dims else f"t{i}" for i in range(1, m)]
-    conds = []
+    conds: list[str] = []
     for i in range(1, m):
         conds.extend(f"t{i}.g{d} = t0.g{d}" for d in range(dims))
     for i, j in combinations(range(m), 2):

@@ -20,7 +20,7 @@ BENCHMARKS: dict[str, str] = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `bench` subcommand."""
     p = subparsers.add_parser("bench", help="run a benchmark (JSON + PNG under bench/results/)")
     p.add_argument("name", choices=[*BENCHMARKS, "all"], help="which benchmark")
