@@ -74,8 +74,8 @@ class DisorderSpec(BaseModel):
     period_ms: int = Field(default=60_000, gt=0)
     interval_ms: int = Field(default=1_000, gt=0)
     granularity_ms: int = Field(default=10, gt=0)
-    #: quality mode: productivity of a late tuple = max (Ji et al.) or mean of in-order ones
-    late_estimate: Literal["max", "mean"] = "max"
+    #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
+    late_estimate: Literal["max", "mean"] = "mean"
 
     @model_validator(mode="after")
     def _check(self) -> DisorderSpec:
