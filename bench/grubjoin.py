@@ -10,7 +10,10 @@
   100 tuples/s per stream (w = 20 s, b = 2 s, ε = 1, D = 1000, η = 50, Δ = 5 s, ω = 0.1,
   queue 10); and the Fig. 11 sweep again on the wall-clock budget.
 
-``--only optimality,config_time,sweeps`` runs a subset (default: all) and merges its
+* ``index_effect`` (ours) — wall clock of the exact 3-way band join with and without
+  per-basic-window sorted indexes.
+
+``--only optimality,config_time,sweeps,index_effect`` runs a subset (default: all) and merges its
 keys into the existing grubjoin.json, regenerating only the affected PNGs.
 
 The sweeps run the real :class:`MWayJoin` with the real shedders in-process; the input
@@ -39,7 +42,7 @@ from pipeline.operators.costmodel import HarvestModel, join_orders
 from pipeline.operators.events import Event
 from pipeline.operators.greedy import configure, greedy_double_sided, greedy_forward
 from pipeline.operators.grubjoin import GrubJoinShedder
-from pipeline.operators.mjoin import MWayJoin, Outcome
+from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
 from pipeline.operators.randomdrop import RandomDropShedder
 from pipeline.operators.virtual_cpu import VirtualCpu, VirtualCpuConfig
 from pipeline.spec import parse_spec
@@ -245,6 +248,51 @@ def calibrate(timing: Timing) -> float:
     return cost / timing.measure_s
 
 
+def index_effect(quick: bool) -> list[dict[str, Any]]:
+    """Ours (beyond the paper): wall clock of the exact (unshed) 3-way band join with
+    and without per-basic-window sorted indexes (``JoinConfig.index``), sensors
+    workload (aligned), w = 20 s, b = 2 s, ε = 1. Windows are pre-filled with w seconds
+    of input, then every tuple of the measured span is probed by both joins back to
+    back (interleaved timing); both must give the same result count (the unit tests
+    check row-for-row equality)."""
+    prefill_s, measure_s = 20.0, (4.0 if quick else 5.0)
+    rows: list[dict[str, Any]] = []
+    for rate in ([50.0, 200.0] if quick else [50.0, 100.0, 200.0, 400.0, 800.0]):
+        records = _workload(3, rate, ALIGNED[0], ALIGNED[1], prefill_s + measure_s, seed=3)
+        cfg = _config(3, "off", None)
+        index = {n: i for i, n in enumerate(cfg.streams)}
+        enc = [(index[r["stream"]], int(r["event_time"]), int(r["seq"]),
+                cfg.predicate.encode(r)) for r in records]
+        prefill_ms = int(prefill_s * 1000)
+        jc = cfg.join_config()
+        joins = [MWayJoin(JoinConfig(jc.windows, jc.basic_window_ms, jc.predicate,
+                                     index=indexed)) for indexed in (False, True)]
+        # both joins see every tuple back to back, so machine noise hits both alike
+        results, cost, wall = [0, 0], [0, 0], [0.0, 0.0]
+        probes = 0
+        for stream, ts, seq, e in enc:
+            if ts < prefill_ms:
+                for join in joins:
+                    join.insert(stream, ts, seq, e)
+                    join.join_time = max(join.join_time, ts)
+                continue
+            probes += 1
+            for v, join in enumerate(joins):
+                t0 = time.perf_counter()
+                out = join.process(stream, ts, seq, e)
+                wall[v] += time.perf_counter() - t0
+                results[v] += out.count
+                cost[v] += out.cost
+        for v, indexed in enumerate((False, True)):
+            rows.append({"input_rate": rate, "indexed": indexed, "results": results[v],
+                         "probes": probes, "wall_s": round(wall[v], 4),
+                         "us_per_probe": wall[v] / max(1, probes) * 1e6,
+                         "cost_units": cost[v]})
+            log.info("index_effect", rate=rate, indexed=indexed, wall=round(wall[v], 2),
+                     results=results[v])
+    return rows
+
+
 def _row(scenario: str, m: int, rate: float | None, kappa: float | None, method: str,
          res: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"scenario": scenario, "m": m, "input_rate": rate, "kappa": kappa,
@@ -384,7 +432,7 @@ def _ratios_targets(p: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bool]]
     return ratios, targets
 
 
-PARTS = ("optimality", "config_time", "sweeps")
+PARTS = ("optimality", "config_time", "sweeps", "index_effect")
 
 
 def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
@@ -416,6 +464,17 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
         payload.update(config_time=ctime, config_time_bruteforce=brute, config_time_quick=quick)
         seconds["config_time"] = round(time.perf_counter() - t0, 1)
         log.info("fig8 done", seconds=seconds["config_time"])
+    if "index_effect" in parts:
+        t0 = time.perf_counter()
+        ie = index_effect(quick)
+        speed = {}
+        for rate in sorted({r["input_rate"] for r in ie}):
+            a = next(r for r in ie if r["input_rate"] == rate and not r["indexed"])
+            b = next(r for r in ie if r["input_rate"] == rate and r["indexed"])
+            speed[str(rate)] = {"speedup": a["wall_s"] / max(b["wall_s"], 1e-9),
+                                "same_results": a["results"] == b["results"]}
+        payload.update(index_effect=ie, index_effect_summary=speed, index_effect_quick=quick)
+        seconds["index_effect"] = round(time.perf_counter() - t0, 1)
     if "sweeps" in parts:
         t0 = time.perf_counter()
         payload.update(sweeps(quick))
@@ -469,6 +528,19 @@ def _figures(p: dict[str, Any], results_dir: Path, parts: list[str] | None = Non
         ax.set_title("Fig. 8: configuration time (z = 0.25)")
         ax.legend(fontsize="small")
         save_figure(fig, "grubjoin_fig8_config_time", results_dir)
+
+    if "index_effect" in parts:
+        fig, ax = new_figure()
+        for indexed, label in ((False, "unindexed (NLJ scan)"), (True, "sorted index per bw")):
+            pts = sorted((r["input_rate"], r["us_per_probe"]) for r in p["index_effect"]
+                         if r["indexed"] == indexed)
+            ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", label=label)
+        ax.set_xlabel("input rate per stream (tuples/s)")
+        ax.set_ylabel("wall clock per probe (µs)")
+        ax.set_yscale("log")
+        ax.set_title("Exact 3-way band join: per-basic-window index (ours)")
+        ax.legend()
+        save_figure(fig, "grubjoin_index_effect", results_dir)
 
     if "sweeps" not in parts:
         return

@@ -7,6 +7,9 @@ brute force), vectorized in chunks. ``optimal`` returns the same optimum much fa
 C and O are sums over directions, so it enumerates each direction on its own, keeps the
 Pareto front of (cost, output) per direction and merges the fronts pairwise — exact,
 since a dominated per-direction setting can never be part of a unique optimum.
+``pareto_dp`` (ours; used online by :func:`pipeline.operators.greedy.configure`) gets
+each direction's front by a DP over its positions instead of enumerating its grid and
+matches the last direction by binary search — sub-millisecond at m = 3, n = 10.
 """
 
 from __future__ import annotations

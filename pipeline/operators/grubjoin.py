@@ -6,8 +6,10 @@ Plugs into the engine through the :class:`~pipeline.operators.hooks.Shedder` pro
 direction — or, with probability ω (``shred_rate``), a window-shredding plan whose
 per-basic-window feedback feeds the lag histograms and the selectivity estimates.
 Every Δ (``adapt_interval_ms``, §IV-A): z from β and γ; rates, selectivities and scores
-(Eqs. (1)–(4), or flat with ``learn = false``) give the model (§IV-C); greedy
-double-sided with the chosen metric (§IV-D) gives the harvest fractions z_{i,j}; window
+(Eqs. (1)–(4), or flat with ``learn = false``) give the model (§IV-C);
+:func:`~pipeline.operators.greedy.configure` gives the harvest fractions z_{i,j} — the
+exact optimum for m ≤ 3 (ours), else greedy double-sided with the chosen metric
+(§IV-D); window
 rankings s^v_{i,j} order the logical basic windows each direction scans.
 """
 

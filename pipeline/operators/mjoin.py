@@ -206,7 +206,11 @@ class MWayJoin:
             seq_chunks: list[I64] = []
             side_chunks: list[Any] = []
             scanned_here = 0
-            for bw, rows in self.windows[l].in_range(ts - cfg.windows[l]):
+            win = self.windows[l]
+            for bw, rows in win.in_range(ts - cfg.windows[l]):
+                if use_index and bw.misses(v_lo, v_hi):
+                    scanned_here += 1  # one index lookup, nothing in range
+                    continue
                 if sel is not None:
                     all_ts = bw.ts.view() if rows is None else bw.ts.view()[rows]
                     lbw = np.minimum((ts - all_ts) // b, n_l - 1)
@@ -217,9 +221,11 @@ class MWayJoin:
                         continue
                 if use_index:
                     # sorted-index lookup, then the exact predicate on the candidates
-                    cand = bw.range_rows(v_lo, v_hi)
-                    if rows is not None:
-                        cand = np.intersect1d(cand, rows, assume_unique=True)
+                    cand = bw.range_rows(v_lo, v_hi, sealed=bw.bid != win.bids[-1])
+                    if rows is not None and cand.size:
+                        allowed = np.zeros(len(bw), dtype=bool)
+                        allowed[rows] = True
+                        cand = cand[allowed[cand]]
                     hit_rows = cand[pred.match(p_side[stream], bw.feats, cand)[0]]
                     checks += int(cand.size)
                     scanned_here += 1 + k * int(hit_rows.size)

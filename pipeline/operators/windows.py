@@ -46,24 +46,31 @@ class BasicWindow:
         self._ix_vals: NDArray[np.float64] = np.zeros(0)
         self._ix_rows: NDArray[np.int64] = np.zeros(0, np.int64)
 
-    def range_rows(self, lo: float, hi: float) -> NDArray[np.int64]:
+    def misses(self, lo: float, hi: float) -> bool:
+        """True iff the index covers every row and no value can lie in [lo, hi] (a
+        pure-Python test, so basic windows out of the value range cost no NumPy call)."""
+        n = self._ix_n
+        return n == len(self.ts) and (n == 0 or hi < self._ix_vals[0] or lo > self._ix_vals[-1])
+
+    def range_rows(self, lo: float, hi: float, sealed: bool = False) -> NDArray[np.int64]:
         """Ascending row indices whose first feature column lies in [lo, hi] (dense
-        stores only; a superset is fine — the caller re-checks the predicate)."""
+        stores only; a superset is fine — the caller re-checks the predicate).
+        ``sealed``: no longer the newest basic window, so any tail is indexed now."""
         col = self.feats.rows.view()[:, 0]  # type: ignore[union-attr]
         n = col.shape[0]
-        if n - self._ix_n > max(32, self._ix_n // 4):
+        tail_n = n - self._ix_n
+        if tail_n > 0 and (sealed or tail_n > max(32, self._ix_n // 4)):
             order = np.argsort(col, kind="stable")
             self._ix_vals = col[order]
             self._ix_rows = order.astype(np.int64)
             self._ix_n = n
-        a = int(np.searchsorted(self._ix_vals, lo, side="left"))
-        b = int(np.searchsorted(self._ix_vals, hi, side="right"))
+        a, b = self._ix_vals.searchsorted((lo, np.nextafter(hi, np.inf))).tolist()
         hits = self._ix_rows[a:b]
         if n > self._ix_n:
             tail = col[self._ix_n :]
             extra = np.flatnonzero((tail >= lo) & (tail <= hi)) + self._ix_n
             hits = np.concatenate([hits, extra])
-        return np.sort(hits)
+        return np.sort(hits) if hits.shape[0] > 1 else hits.copy()
 
     def __len__(self) -> int:
         return len(self.ts)
