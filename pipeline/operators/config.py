@@ -23,6 +23,8 @@ class EngineConfig:
     predicate: Predicate
     disorder: DisorderSpec = field(default_factory=DisorderSpec)
     shedding: SheddingSpec = field(default_factory=SheddingSpec)
+    #: per-basic-window sorted indexes (``[join] index``; band and equi predicates)
+    index: bool = False
 
     @classmethod
     def from_spec(
@@ -39,7 +41,9 @@ class EngineConfig:
             fn=custom,
             columns=columns,
         )
-        return cls(j.streams, j.windows, pred, spec.disorder, spec.shedding.with_budget())
+        return cls(
+            j.streams, j.windows, pred, spec.disorder, spec.shedding.with_budget(), j.index
+        )
 
     @property
     def m(self) -> int:
@@ -54,4 +58,4 @@ class EngineConfig:
         return self.shedding.tuple_cost
 
     def join_config(self) -> JoinConfig:
-        return JoinConfig(self.windows, self.basic_window_ms, self.predicate)
+        return JoinConfig(self.windows, self.basic_window_ms, self.predicate, self.index)

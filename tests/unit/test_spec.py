@@ -59,6 +59,7 @@ def test_per_stream_windows() -> None:
         ({"join": {**BASE, "windows_ms": [1, 2, 3]}}, "exactly one of window_ms or windows_ms"),
         ({"join": {**BASE, "attribute": None}}, "attribute: required"),
         ({"join": {**BASE, "predicate": "cosine", "epsilon": 1.5}}, "epsilon: cosine"),
+        ({"join": {**BASE, "predicate": "distance", "index": True}}, "index: only for equi"),
         ({"join": BASE, "disorder": {"mode": "later"}}, "disorder.mode"),
         ({"join": BASE, "disorder": {"recall": 1.5}}, "disorder.recall"),
         ({"join": BASE, "disorder": {"interval_ms": 5000, "period_ms": 1000}},

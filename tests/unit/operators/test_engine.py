@@ -70,6 +70,30 @@ def test_exact_with_k_at_least_max_delay(
     assert sorted(got) == sorted(r.id for r in truth)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    m=st.integers(2, 4),
+    predicate=st.sampled_from(["equi", "band"]),
+    b=st.integers(1, 120),
+    max_delay=st.integers(0, 200),
+)
+def test_indexed_engine_equals_oracle(
+    seed: int, m: int, predicate: str, b: int, max_delay: int
+) -> None:
+    """``[join] index = true`` (sorted per-basic-window indexes) changes no result."""
+    rng = np.random.default_rng(seed)
+    windows = [int(w) for w in rng.integers(10, 300, size=m)]
+    base = make_spec(m, predicate, windows, disorder={"mode": "fixed", "slack_ms": max_delay},
+                     shedding={"basic_window_ms": b})
+    spec = base.model_copy(update={"join": base.join.model_copy(update={"index": True})})
+    dump = make_dump(seed, m, {2: 40, 3: 25, 4: 14}[m], max_gap=30, max_delay=max_delay)
+    config = EngineConfig.from_spec(spec)
+    assert config.join_config().index
+    got = run_engine(config, to_events(dump, spec))
+    assert sorted(got) == sorted(r.id for r in brute_force_oracle(spec.join, dump))
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), m=st.integers(2, 4), max_delay=st.integers(1, 300))
 def test_k_zero_precision_is_one(seed: int, m: int, max_delay: int) -> None:
