@@ -69,7 +69,7 @@ def _results(
         ts_col = np.array([int(r["event_time"]) for r in per[s]], np.int64)
         seqs[:, s] = seq_col[rows[:, s]] if len(rows) else 0
         tss[:, s] = ts_col[rows[:, s]] if len(rows) else 0
-    out = results_from_arrays(join.streams, seqs.tolist(), tss.tolist())
+    out = results_from_arrays(join.streams, seqs, tss)
     out.sort(key=lambda r: (r.result_time, r.id))
     return out
 

@@ -185,7 +185,7 @@ class Engine:
         return self._results(res) if res.count else []
 
     def _results(self, res: JoinOutput) -> list[JoinResult]:
-        return results_from_arrays(self.config.streams, res.seqs.tolist(), res.tss.tolist())
+        return results_from_arrays(self.config.streams, res.seqs, res.tss)
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> dict[str, Any]:
