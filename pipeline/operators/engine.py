@@ -12,12 +12,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from pipeline.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event, JoinResult, results_from_arrays
 from pipeline.operators.hooks import Shedder, SlackPolicy
 from pipeline.operators.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
-from pipeline.operators.mjoin import JoinOutput, MWayJoin, Outcome
+from pipeline.operators.mjoin import MWayJoin, Outcome
 from pipeline.operators.registry import shedder_class, slack_policy_class
 from pipeline.operators.synchronizer import Synchronizer, SynchronizerConfig
 
@@ -62,25 +64,41 @@ class Engine:
         self.next_adapt: int | None = None
         self.stats = EngineStats()
         self._metrics: list[dict[str, Any]] = []
+        #: result rows (seqs, tss) of the current public call, built into results once
+        self._pending: list[tuple[Any, Any]] = []
 
     # ------------------------------------------------------------------ input
     def process(self, event: Event) -> list[JoinResult]:
         """One arrival: advance the clock, K-slack, synchronize, join."""
-        out = self.advance_to(event.arrival)
+        self._process_one(event)
+        return self._drain_results()
+
+    def process_many(self, events: Iterable[Event]) -> list[JoinResult]:
+        """:meth:`process` for each event, results concatenated (built in one go)."""
+        for ev in events:
+            self._process_one(ev)
+        return self._drain_results()
+
+    def _process_one(self, event: Event) -> None:
+        self._advance(event.arrival)
         ks = self.kslacks[event.stream]
         self.slack.observe_arrival(event.stream, event.ts, ks.delay_of(event.ts))
         _, released = ks.push(event, self.slack.current_k())
         self.stats.inputs += 1
         if released:
-            out.extend(self._to_join(released))
-        return out
+            self._to_join(released)
 
-    def process_many(self, events: Iterable[Event]) -> list[JoinResult]:
-        """:meth:`process` for each event, results concatenated."""
-        out: list[JoinResult] = []
-        for ev in events:
-            out.extend(self.process(ev))
-        return out
+    def _drain_results(self) -> list[JoinResult]:
+        """The pending result rows as :class:`JoinResult` objects, in join order."""
+        if not self._pending:
+            return []
+        pending, self._pending = self._pending, []
+        if len(pending) == 1:
+            seqs, tss = pending[0]
+        else:
+            seqs = np.concatenate([p[0] for p in pending])
+            tss = np.concatenate([p[1] for p in pending])
+        return results_from_arrays(self.config.streams, seqs, tss)
 
     def preload(self, events: Iterable[Event]) -> None:
         """Insert events straight into the join windows, unprobed (benchmark warm-up).
@@ -94,8 +112,12 @@ class Engine:
 
     def advance_to(self, arrival_ms: int) -> list[JoinResult]:
         """Let the clock reach ``arrival_ms``: adapt at every boundary L / Δ crossed."""
+        self._advance(arrival_ms)
+        return self._drain_results()
+
+    def _advance(self, arrival_ms: int) -> None:
         if arrival_ms <= self.clock:
-            return []
+            return
         self.clock = arrival_ms
         if self.next_interval is None or self.next_adapt is None:
             self.next_interval = self._first_boundary(self.config.disorder.interval_ms)
@@ -109,22 +131,19 @@ class Engine:
         )
         k = self.slack.current_k()
         if k >= k_before:
-            return []
-        out: list[JoinResult] = []
+            return
         for ks in self.kslacks:
             released = ks.release(k)
             if released:
-                out.extend(self._to_join(released))
-        return out
+                self._to_join(released)
 
     def flush(self) -> list[JoinResult]:
         """End of input: release every K-slack and the Synchronizer in ts order."""
-        out: list[JoinResult] = []
         for ks in self.kslacks:
-            out.extend(self._to_join(ks.flush()))
+            self._to_join(ks.flush())
         for ev, delay in self.sync.flush():
-            out.extend(self._join_one(ev, delay))
-        return out
+            self._join_one(ev, delay)
+        return self._drain_results()
 
     def drain_metrics(self) -> list[dict[str, Any]]:
         """Metrics rows produced by the policy and the shedder since the last drain."""
@@ -150,18 +169,16 @@ class Engine:
             boundary += every
         return boundary
 
-    def _to_join(self, tagged: list[Tagged]) -> list[JoinResult]:
-        out: list[JoinResult] = []
+    def _to_join(self, tagged: list[Tagged]) -> None:
         for item in tagged:
             for ev, delay in self.sync.push(item):
-                out.extend(self._join_one(ev, delay))
-        return out
+                self._join_one(ev, delay)
 
-    def _join_one(self, ev: Event, delay: int) -> list[JoinResult]:
+    def _join_one(self, ev: Event, delay: int) -> None:
         stats = self.stats
         if not self.shedder.admit(ev, self.clock):
             stats.dropped += 1
-            return []
+            return
         enc = self.config.predicate.encode(ev.attrs)
         plan = self.shedder.plan(ev.stream) if ev.ts >= self.join.join_time else None
         res = self.join.process(ev.stream, ev.ts, ev.seq, enc, plan)
@@ -182,10 +199,8 @@ class Engine:
         stats.checks += res.checks
         stats.cost += cost
         stats.results += res.count
-        return self._results(res) if res.count else []
-
-    def _results(self, res: JoinOutput) -> list[JoinResult]:
-        return results_from_arrays(self.config.streams, res.seqs, res.tss)
+        if res.count:
+            self._pending.append((res.seqs, res.tss))
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> dict[str, Any]:

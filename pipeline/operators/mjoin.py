@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from pipeline.errors import ConfigError, OperatorStateError
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
-from pipeline.operators.predicates import Predicate
+from pipeline.operators.predicates import DensePredicate, Predicate
 from pipeline.operators.windows import StreamWindow
 
 I64 = NDArray[np.int64]
@@ -104,6 +104,7 @@ class MWayJoin:
         self.sel_matches = np.zeros((m, m), dtype=np.float64)
         self.sel_trials = np.zeros((m, m), dtype=np.float64)
         self.probes = np.zeros(m, dtype=np.int64)
+        self._orders: dict[int, tuple[int, ...]] = {}  # default_order cache
 
     # ------------------------------------------------------------------ Alg. 2
     def process(
@@ -136,14 +137,22 @@ class MWayJoin:
 
     def default_order(self, stream: int) -> tuple[int, ...]:
         """MJoin's order for direction ``stream``: lowest sampled σ_{i,l} first (ties and
-        unsampled streams by index), so partial results stay few (GrubJoin §V)."""
-        sel = self.selectivities()[stream]
-        return tuple(sorted(self.others[stream], key=lambda l: (np.nan_to_num(sel[l], nan=2.0), l)))
+        unsampled streams by index), so partial results stay few (GrubJoin §V).
+        Cached until the direction's selectivities are sampled again."""
+        order = self._orders.get(stream)
+        if order is None:
+            trials, matches = self.sel_trials[stream], self.sel_matches[stream]
+            sel = [float(matches[l] / trials[l]) if trials[l] > 0 else 2.0
+                   for l in range(self.config.m)]
+            order = tuple(sorted(self.others[stream], key=lambda l: (sel[l], l)))
+            self._orders[stream] = order
+        return order
 
     def _sample_selectivity(self, stream: int, ts: int, left: Any) -> int:
         """Match the probing tuple alone against every other window; returns comparisons."""
         pred: Any = self.config.predicate
         cost = 0
+        self._orders.pop(stream, None)
         for l in self.others[stream]:
             for bw, rows in self.windows[l].in_range(ts - self.config.windows[l]):
                 n = len(bw) if rows is None else int(rows.size)
@@ -189,6 +198,7 @@ class MWayJoin:
             self.probes[stream] += 1
         order = self._order(stream, plan)
         use_index = cfg.index and getattr(pred, "kind", None) in ("band", "equi")
+        dense = isinstance(pred, DensePredicate)
         if use_index:
             v = float(p_side[stream][0, 0])
             eps = float(pred.epsilon) if pred.kind == "band" else 0.0
@@ -207,7 +217,9 @@ class MWayJoin:
             side_chunks: list[Any] = []
             scanned_here = 0
             win = self.windows[l]
-            for bw, rows in win.in_range(ts - cfg.windows[l]):
+            lo = ts - cfg.windows[l]
+            parts = win.in_range(lo) if use_index or not dense else win.merged_in_range(lo)
+            for bw, rows in parts:
                 if use_index and bw.misses(v_lo, v_hi):
                     scanned_here += 1  # one index lookup, nothing in range
                     continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,10 +41,16 @@ class JobReport:
     deadletters: int = 0
     seconds: float = 0.0
     stopped: str = "running"
+    #: wall milliseconds of each micro-batch that read input (``triggerExecution``)
+    batch_ms: list[float] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict."""
-        return asdict(self)
+        """Plain dict; batch durations summarized as p50/max."""
+        data = asdict(self)
+        durations = sorted(data.pop("batch_ms"))
+        data["batch_ms_p50"] = durations[len(durations) // 2] if durations else None
+        data["batch_ms_max"] = durations[-1] if durations else None
+        return data
 
 
 def java_client_options(settings: Settings) -> dict[str, str]:
@@ -130,6 +136,7 @@ class ProgressWatch:
             self.last_batch_ms = max(self.last_batch_ms or ts, ts)
             if int(p.numInputRows) > 0:
                 got_input = True
+                r.batch_ms.append(float(p.batchDuration))
                 end = ts + float(p.batchDuration)
                 self.last_input_ms = max(self.last_input_ms or end, end)
         return got_input

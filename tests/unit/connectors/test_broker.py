@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,11 @@ def test_a_live_kafka_named_process_is_recognised() -> None:
         [sys.executable, "-c", "import time; time.sleep(30)", "kafka.Kafka"]
     )
     try:
+        # right after spawning, /proc/<pid>/cmdline can still be empty (exec in progress)
+        deadline = time.monotonic() + 10.0
+        cmdline = Path("/proc") / str(child.pid) / "cmdline"
+        while not cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert is_broker_process(child.pid)
     finally:
         child.kill()
