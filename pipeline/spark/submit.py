@@ -151,8 +151,9 @@ class ProgressWatch:
 
 def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
           clock: Callable[[], float] = time.monotonic, poll_s: float = 0.5,
-          log_every_s: float = 10.0) -> JobReport:
-    """Poll the query until it fails, is stopped, or (``until_idle_s``) goes idle."""
+          log_every_s: float = 10.0, max_s: float | None = None) -> JobReport:
+    """Poll the query until it fails, is stopped, (``until_idle_s``) goes idle, or
+    (``max_s``) has been watched that long."""
     report = JobReport()
     w = ProgressWatch(report)
     start = clock()
@@ -173,6 +174,9 @@ def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
                 log.info("job progress", **report.to_json(), idle_s=round(
                     now - idle_since, 1) if idle_since is not None else None)
                 next_log = now + log_every_s
+            if max_s is not None and now - start >= max_s:
+                report.stopped = f"deadline of {max_s:g} s"
+                break
             if (until_idle_s is not None and idle_since is not None
                     and now - idle_since >= until_idle_s
                     and (cfg.mode != "join" or w.flushed(cfg.idle_flush_ms))):

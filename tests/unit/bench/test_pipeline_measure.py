@@ -62,3 +62,28 @@ def test_measure_recall_precision_duplicates_rate() -> None:
     assert m.p50_ms == pytest.approx(200.0) and m.p99_ms is not None
     assert set(m.row()) >= {"workload", "method", "input_rate", "output_rate", "recall",
                             "precision", "p50_ms", "p99_ms"}
+
+
+def test_steady_span_drops_warmup_and_tail_and_slope_tracks_growth() -> None:
+    inputs = [_input("s1", q, 1000 * q) for q in range(0, 11)]  # appended at 0..10 s
+    # result q completes with input q; its latency grows 100 ms per second of run
+    results = [_result([("s1", q)], 1000 * q + 100 * q) for q in range(0, 11)]
+    m = measure(workload="w", method="off", input_rate=1.0, duration_s=10.0,
+                truth_ids={our_id(r.record) for r in results}, inputs=inputs,
+                results=results, wall_s=1.0, warmup=0.2, tail=0.2,
+                batch_ms=[300.0, 100.0, 200.0], stopped="idle")
+    # steady span = inputs appended in [2 s, 8 s] → latencies 200..800 ms
+    assert m.p50_ms == pytest.approx(500.0)
+    assert m.p99_ms == pytest.approx(794.0)
+    assert m.p99_all_ms == pytest.approx(990.0)
+    assert m.latency_slope == pytest.approx(100.0)
+    assert (m.batch_ms_p50, m.batch_ms_max) == (200.0, 300.0)
+
+
+def test_flat_latency_has_zero_slope() -> None:
+    inputs = [_input("s1", q, 1000 * q) for q in range(0, 5)]
+    results = [_result([("s1", q)], 1000 * q + 250) for q in range(0, 5)]
+    m = measure(workload="w", method="grubjoin", input_rate=1.0, duration_s=5.0,
+                truth_ids=set(), inputs=inputs, results=results, wall_s=1.0)
+    assert m.latency_slope == pytest.approx(0.0, abs=1e-9)
+    assert m.p50_ms == pytest.approx(250.0)
