@@ -2,14 +2,22 @@
 
 The wall budget of GrubJoin inside Spark (DESIGN §5) gives each operator instance
 ``utilization / speedup`` seconds of join time per second of stream time. We time the
-in-process :class:`~pipeline.operators.engine.Engine` (shedding off) on a short sample of
-the workload at ``sample_rate`` tuples/s per stream and get ``c0`` = wall seconds of join
-work per stream second. The full m-way join's cost is dominated by scanning the first
-window of each direction — r·W comparisons per tuple, r tuples per stream per second —
-so it grows as r² (GrubJoin cost model, Gedik et al. Eq. 1 with σ·r·W ≪ 1 partials);
-with G route keys sharing it, the full-join capacity r_cap solves
-``c0 · (r_cap / r0)² / G = utilization / speedup``, i.e.
-``r_cap = r0 · sqrt(utilization · G / (speedup · c0))``.
+in-process :class:`~pipeline.operators.engine.Engine` (shedding off, K = the sample's
+maximum delay) on samples of the workload at two rates r₁ < r₂ tuples/s per stream and
+get c(r) = wall seconds of work per stream second. Each sample's windows are first
+filled with ``warm_seconds`` of its own input (inserted unprobed, not timed), so the
+timed span sees full windows, as the steady state does.
+
+Per stream second the engine handles 3r tuples at a fixed cost each (K-slack,
+synchronizer, encoding, result building) and scans windows of r·W tuples for each of
+them — the GrubJoin cost model's first-position term (Gedik et al. Eq. 1, with σ·r·W ≪ 1
+partial results). So
+
+    c(r) = a·r + b·r²,
+
+a and b fitted exactly through the two samples (clipped at ≥ 0). With G route keys
+sharing the work, the full-join capacity r_cap solves c(r_cap) / G = utilization /
+speedup:  r_cap = (−a + sqrt(a² + 4·b·B)) / (2·b),  B = utilization·G / speedup.
 """
 
 from __future__ import annotations
@@ -29,13 +37,16 @@ from pipeline.spec import Spec
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """The calibration: sample, measured cost, derived full-join capacity."""
+    """The calibration: samples, measured costs, the fitted model, the capacity."""
 
-    sample_rate: float  # tuples/s per stream in the sample
-    sample_seconds: float  # stream seconds in the sample
-    wall_seconds: float  # wall time the full join took on the sample
-    results: int  # results of the sample
-    cost_per_stream_second: float  # c0 = wall_seconds / sample_seconds
+    sample_rates: tuple[float, ...]  # tuples/s per stream of each sample
+    sample_seconds: float  # timed stream seconds per sample
+    warm_seconds: float  # untimed window fill before the timed span
+    wall_seconds: tuple[float, ...]  # wall time of each sample's timed span
+    results: int  # results of the timed spans (all samples)
+    costs: tuple[float, ...]  # c(r) = wall_seconds / sample_seconds per sample
+    linear: float  # a, seconds per (tuple/s) per stream second
+    quadratic: float  # b
     groups: int
     speedup: float
     utilization: float
@@ -43,49 +54,76 @@ class Capacity:
 
     def describe(self) -> str:
         """One-line derivation, for logs and the demo summary."""
+        samples = ", ".join(f"c({r:g}/s) = {c:.3f} s" for r, c in
+                            zip(self.sample_rates, self.costs, strict=True))
         return (
-            f"full join on a {self.sample_seconds:g} s sample at {self.sample_rate:g}/s per "
-            f"stream took {self.wall_seconds:.2f} s wall (c0 = {self.cost_per_stream_second:.3f}"
-            f" s per stream-second); r_cap = r0·sqrt(u·G/(speedup·c0)) = {self.sample_rate:g}"
-            f"·sqrt({self.utilization:g}·{self.groups}/({self.speedup:g}·"
-            f"{self.cost_per_stream_second:.3f})) = {self.capacity_rate:.0f}/s per stream"
+            f"full join per stream-second (windows pre-filled): {samples}; fit c(r) = "
+            f"{self.linear:.2e}·r + {self.quadratic:.2e}·r²; c(r_cap)/G = u/speedup = "
+            f"{self.utilization:g}/{self.speedup:g} with G = {self.groups} gives r_cap = "
+            f"{self.capacity_rate:.0f}/s per stream"
         )
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form (JSON)."""
         return {
-            "sample_rate": self.sample_rate, "sample_seconds": self.sample_seconds,
-            "wall_seconds": self.wall_seconds, "results": self.results,
-            "cost_per_stream_second": self.cost_per_stream_second, "groups": self.groups,
-            "speedup": self.speedup, "utilization": self.utilization,
-            "capacity_rate": self.capacity_rate,
+            "sample_rates": list(self.sample_rates), "sample_seconds": self.sample_seconds,
+            "warm_seconds": self.warm_seconds, "wall_seconds": list(self.wall_seconds),
+            "results": self.results, "costs": list(self.costs), "linear": self.linear,
+            "quadratic": self.quadratic, "groups": self.groups, "speedup": self.speedup,
+            "utilization": self.utilization, "capacity_rate": self.capacity_rate,
         }
 
 
-def capacity_from_cost(
-    sample_rate: float, cost_per_stream_second: float, groups: int, speedup: float,
-    utilization: float,
-) -> float:
-    """``r_cap = r0 · sqrt(u · G / (speedup · c0))`` (see the module docstring)."""
-    if sample_rate <= 0 or cost_per_stream_second <= 0 or groups < 1 or speedup <= 0:
+def fit_cost(rates: Sequence[float], costs: Sequence[float]) -> tuple[float, float]:
+    """(a, b) ≥ 0 of c(r) = a·r + b·r² through two samples (least squares for more).
+
+    >>> a, b = fit_cost([100.0, 200.0], [0.3, 1.0])   # a = 1e-3, b = 2e-5
+    >>> round(a, 6), round(b, 8)
+    (0.001, 2e-05)
+    """
+    if len(rates) != len(costs) or len(rates) < 2:
+        raise ConfigError(f"capacity: need >= 2 samples, got rates {rates} costs {costs}")
+    if any(not r > 0 for r in rates) or any(not c > 0 for c in costs):
+        raise ConfigError(f"capacity: sample rates and costs must be > 0: {rates} / {costs}")
+    # normal equations of min Σ (a r + b r² − c)²
+    s2 = sum(r * r for r in rates)
+    s3 = sum(r ** 3 for r in rates)
+    s4 = sum(r ** 4 for r in rates)
+    t1 = sum(r * c for r, c in zip(rates, costs, strict=True))
+    t2 = sum(r * r * c for r, c in zip(rates, costs, strict=True))
+    det = s2 * s4 - s3 * s3
+    if det <= 0:
+        raise ConfigError(f"capacity: sample rates must differ, got {rates}")
+    a = (t1 * s4 - s3 * t2) / det
+    b = (s2 * t2 - s3 * t1) / det
+    if a < 0:  # all quadratic
+        a, b = 0.0, t2 / s4
+    elif b < 0:  # all linear
+        a, b = t1 / s2, 0.0
+    return a, b
+
+
+def capacity_from_fit(linear: float, quadratic: float, groups: int, speedup: float,
+                      utilization: float) -> float:
+    """r_cap with a·r + b·r² = utilization·G / speedup (see the module docstring)."""
+    if linear < 0 or quadratic < 0 or linear + quadratic <= 0 or groups < 1 or speedup <= 0:
         raise ConfigError(
-            f"capacity: need rate, cost, groups, speedup > 0, got {sample_rate}, "
-            f"{cost_per_stream_second}, {groups}, {speedup}"
+            f"capacity: need a, b >= 0 (not both 0), groups >= 1, speedup > 0, got "
+            f"{linear}, {quadratic}, {groups}, {speedup}"
         )
-    return sample_rate * math.sqrt(utilization * groups / (speedup * cost_per_stream_second))
+    budget = utilization * groups / speedup
+    if quadratic == 0:
+        return budget / linear
+    return (-linear + math.sqrt(linear * linear + 4 * quadratic * budget)) / (2 * quadratic)
 
 
-def measure_capacity(
-    spec: Spec,
-    sample: Sequence[Mapping[str, Any]],
-    sample_rate: float,
-    sample_seconds: float,
-    *,
-    speedup: float,
+def time_full_join(
+    spec: Spec, sample: Sequence[Mapping[str, Any]], warm_seconds: float,
     clock: Callable[[], float] = time.perf_counter,
-) -> Capacity:
-    """Time the exact full join (shedding off, fixed K = the sample's max delay) on
-    ``sample`` (dump records)."""
+) -> tuple[float, int]:
+    """(wall seconds, results) of the exact full join (shedding off, fixed K = the
+    sample's max delay) on the records of ``sample`` with event time ≥ ``warm_seconds``;
+    the earlier ones fill the windows first, unprobed and untimed."""
     max_delay = max((int(r["arrival_time"]) - int(r["event_time"]) for r in sample), default=0)
     exact = spec.model_copy(
         update={
@@ -97,21 +135,40 @@ def measure_capacity(
     )
     index = {s: i for i, s in enumerate(spec.join.streams)}
     events = [event_from_dump(r, index) for r in sample]
+    warm_ms = int(warm_seconds * 1000)
     engine = Engine(EngineConfig.from_spec(exact))
+    engine.preload(sorted((e for e in events if e.ts < warm_ms), key=lambda e: e.ts))
+    timed = [e for e in events if e.ts >= warm_ms]
     start = clock()
-    results = len(engine.process_many(events)) + len(engine.flush())
-    wall = max(clock() - start, 1e-6)
-    c0 = wall / sample_seconds
+    results = len(engine.process_many(timed)) + len(engine.flush())
+    return max(clock() - start, 1e-6), results
+
+
+def measure_capacity(
+    spec: Spec,
+    samples: Mapping[float, Sequence[Mapping[str, Any]]],
+    sample_seconds: float,
+    *,
+    speedup: float,
+    warm_seconds: float = 0.0,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Capacity:
+    """Time the full join on each sample (``{rate: dump records}``, each covering
+    ``warm_seconds + sample_seconds`` of stream time) and derive the capacity."""
+    rates = sorted(samples)
+    walls: list[float] = []
+    results = 0
+    for r in rates:
+        wall, n = time_full_join(spec, samples[r], warm_seconds, clock)
+        walls.append(wall)
+        results += n
+    costs = [w / sample_seconds for w in walls]
+    a, b = fit_cost(rates, costs)
     groups = spec.job.groups
     utilization = spec.shedding.utilization
     return Capacity(
-        sample_rate=sample_rate,
-        sample_seconds=sample_seconds,
-        wall_seconds=wall,
-        results=results,
-        cost_per_stream_second=c0,
-        groups=groups,
-        speedup=speedup,
-        utilization=utilization,
-        capacity_rate=capacity_from_cost(sample_rate, c0, groups, speedup, utilization),
+        sample_rates=tuple(rates), sample_seconds=sample_seconds, warm_seconds=warm_seconds,
+        wall_seconds=tuple(walls), results=results, costs=tuple(costs), linear=a,
+        quadratic=b, groups=groups, speedup=speedup, utilization=utilization,
+        capacity_rate=capacity_from_fit(a, b, groups, speedup, utilization),
     )

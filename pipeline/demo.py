@@ -115,10 +115,13 @@ def _workload(cfg: DemoConfig, rate: float, duration_s: float) -> WorkloadSpec:
 
 
 def calibrate(cfg: DemoConfig, spec: Spec) -> Capacity:
-    """Time the full join on a short sample of the demo workload (see :mod:`pipeline.capacity`)."""
-    sample = generate(_workload(cfg, cfg.sample_rate, cfg.sample_seconds))
-    return measure_capacity(spec, sample, cfg.sample_rate, cfg.sample_seconds,
-                            speedup=cfg.speedup)
+    """Time the full join on samples of the demo workload at ``sample_rate`` and 3× it,
+    windows pre-filled (see :mod:`pipeline.capacity`)."""
+    warm_s = spec.join.window_ms / 1000.0
+    samples = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
+               for r in (cfg.sample_rate, 3.0 * cfg.sample_rate)}
+    return measure_capacity(spec, samples, cfg.sample_seconds, speedup=cfg.speedup,
+                            warm_seconds=warm_s)
 
 
 def _read_topic(settings: Settings, topic: str) -> list[Consumed]:

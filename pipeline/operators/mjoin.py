@@ -218,7 +218,12 @@ class MWayJoin:
             scanned_here = 0
             win = self.windows[l]
             lo = ts - cfg.windows[l]
-            parts = win.in_range(lo) if use_index or not dense else win.merged_in_range(lo)
+            if use_index or not dense:
+                parts = win.in_range(lo)
+            elif sel is not None:  # harvesting: only the basic windows it selects
+                parts = _selected(win.in_range(lo), sel, ts, b, n_l)
+            else:
+                parts = win.merged_in_range(lo)
             for bw, rows in parts:
                 if use_index and bw.misses(v_lo, v_hi):
                     scanned_here += 1  # one index lookup, nothing in range
@@ -363,3 +368,17 @@ class MWayJoin:
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore join snapshot: {exc!r}") from exc
         return join
+
+
+def _selected(parts: list[tuple[Any, I64 | None]], sel: NDArray[np.bool_], ts: int, b: int,
+              n: int) -> list[tuple[Any, I64 | None]]:
+    """The stored basic windows overlapping a selected *logical* basic window of a probe
+    at ``ts`` (logical window v holds ts − t in [v·b, (v+1)·b), the last one open-ended),
+    tested on each stored window's min/max ts without touching its rows."""
+    out = []
+    for bw, rows in parts:
+        first = min((ts - bw.max_ts) // b, n - 1)
+        last = min((ts - bw.min_ts) // b, n - 1)
+        if sel[max(0, first) : last + 1].any():
+            out.append((bw, rows))
+    return out
