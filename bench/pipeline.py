@@ -179,7 +179,7 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()
     settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
     sensor = sensor_spec("off")
-    warm_s = sensor.join.window_ms / 1000.0
+    warm_s = max(sensor.join.windows) / 1000.0
     samples = {r: generate(WorkloadSpec(
         "sensors", streams=3, rates=(r,), duration_s=warm_s + 20.0, lags_s=(0, 5, 15),
         kappas=(2, 2, 50), disorder=(parse_model(SENSOR_DISORDER),), seed=11))
@@ -252,7 +252,8 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
     targets["precision==1"] = all(r.precision == 1.0 for r in rows)
     return {
         "quick": quick, "speedup": speedup, "duration_s": duration_s,
-        "trigger_ms": trigger_ms, "window_ms": WINDOW_MS, "epsilon": EPSILON, "utilization": UTILIZATION,
+        "trigger_ms": trigger_ms, "window_ms": WINDOW_MS, "epsilon": EPSILON,
+        "utilization": UTILIZATION,
         "steady_span": {"warmup": WARMUP, "tail": TAIL}, "capacity": cap,
         "rows": [r.row() for r in rows], "summary": summary, "targets_met": targets,
     }

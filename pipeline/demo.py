@@ -117,7 +117,7 @@ def _workload(cfg: DemoConfig, rate: float, duration_s: float) -> WorkloadSpec:
 def calibrate(cfg: DemoConfig, spec: Spec) -> Capacity:
     """Time the full join on samples of the demo workload at ``sample_rate`` and 3× it,
     windows pre-filled (see :mod:`pipeline.capacity`)."""
-    warm_s = spec.join.window_ms / 1000.0
+    warm_s = max(spec.join.windows) / 1000.0
     samples = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
                for r in (cfg.sample_rate, 3.0 * cfg.sample_rate)}
     return measure_capacity(spec, samples, cfg.sample_seconds, speedup=cfg.speedup,

@@ -11,6 +11,12 @@ Every Δ (``adapt_interval_ms``, §IV-A): z from β and γ; rates, selectivities
 exact optimum for m ≤ 3 (ours), else greedy double-sided with the chosen metric
 (§IV-D); window
 rankings s^v_{i,j} order the logical basic windows each direction scans.
+
+Ours: each direction's positions are executed in the order of the matches their
+harvested windows are expected to add (:func:`~pipeline.operators.harvest.yield_order`),
+and when even one window per position does not fit the budget, the best direction
+probes on a random share of its tuples (:func:`probe_share`) instead of overflowing the
+input queue.
 """
 
 from __future__ import annotations
@@ -26,7 +32,13 @@ from pipeline.operators.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.events import Event
 from pipeline.operators.greedy import configure
-from pipeline.operators.harvest import OnlineStats, build_model, harvest_plans, shred_plan
+from pipeline.operators.harvest import (
+    OnlineStats,
+    build_model,
+    harvest_plans,
+    shred_plan,
+    yield_order,
+)
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.throttle import Throttle, ThrottleConfig
 from pipeline.operators.virtual_cpu import make_budget, restore_budget
@@ -36,12 +48,18 @@ if TYPE_CHECKING:
 
 #: aging factor per adaptation step for histograms and selectivity sums
 DECAY = 0.5
+#: execute each direction's positions by expected harvested matches (ours, yield_order)
+REORDER = True
+#: smallest probe share of the fallback configuration (:func:`probe_share`)
+MIN_SHARE = 0.01
 
 
 def cheapest_productive(model: HarvestModel) -> np.ndarray:
     """Ours: when no configuration fits z·C(1) (one logical basic window per position is
     already too much), scan one window per position in the direction with the best O/C
-    and let the input queue absorb the overload, instead of producing nothing."""
+    — on a random share of that direction's tuples only (:func:`probe_share`), instead
+    of producing nothing or letting the input queue drop tuples (which also empties the
+    windows: the output loses a factor kept^m, not kept)."""
     arr = model.arrays()
     ones = np.ones(model.m - 1, dtype=np.int64)
     best, best_ratio = 0, -1.0
@@ -53,6 +71,19 @@ def cheapest_productive(model: HarvestModel) -> np.ndarray:
     counts = np.zeros((model.m, model.m - 1), dtype=np.int64)
     counts[best] = 1
     return counts
+
+
+def probe_share(model: HarvestModel, counts: np.ndarray, z: float) -> float:
+    """Ours: the share q of the configured tuples that probe so that the expected cost
+    fixed + q·(C(counts) − fixed) fits z·C(1) (1 when it fits already); the other
+    tuples are only inserted into their window (probe sampling, not tuple dropping)."""
+    arr = model.arrays()
+    fixed = float(arr.lam.sum()) * arr.tuple_cost
+    cost = float(model.evaluate(counts)[0]) - fixed
+    budget = z * model.full_cost() - fixed
+    if cost <= 0.0 or budget >= cost:
+        return 1.0
+    return float(max(MIN_SHARE, budget / cost))
 
 
 def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
@@ -84,8 +115,10 @@ class GrubJoinShedder:
         self.rng = np.random.default_rng(sh.seed)
         self.plans: tuple[ProbePlan, ...] | None = None  # None = full scans, default order
         self.fractions: list[list[float]] = [[1.0] * (config.m - 1) for _ in range(config.m)]
-        self.model_cost: float | None = None  # C({z}) of the configuration in force
+        #: counts in force by (direction, partner stream), for re-pricing under a new model
+        self.in_force: np.ndarray | None = None
         self.z_model = 1.0
+        self.share = 1.0  # probe share of the configured directions (ours, fallback)
 
     @classmethod
     def create(cls, config: EngineConfig, clock: Callable[[], float] | None = None,
@@ -110,6 +143,8 @@ class GrubJoinShedder:
             share = self.throttle.z * self.n_windows[shred.order[0]] if shred.order else 1.0
             if share >= 1.0 or self.rng.random() < share:
                 return shred
+        if current is not None and self.share < 1.0 and self.rng.random() >= self.share:
+            return ProbePlan(order=current.order, windows=((),) * (self.config.m - 1))
         return current
 
     def charge(self, cost: float, now: int) -> None:
@@ -136,10 +171,15 @@ class GrubJoinShedder:
                                         score_fn, sh.tuple_cost, previous)
             self.z_model = self._model_fraction(model, z, z_old)
             counts = configure(model, self.z_model, sh.heuristic)
+            self.share = 1.0
             if not counts.any():
                 counts = cheapest_productive(model)
-            self.plans = harvest_plans(model, counts, scores)
-            self.model_cost = float(model.evaluate(counts)[0])
+                self.share = probe_share(model, counts, self.z_model)
+            perm = yield_order(model, counts) if REORDER else None
+            self.plans = harvest_plans(model, counts, scores, perm)
+            self.in_force = np.zeros((model.m, model.m), dtype=np.int64)
+            rows = np.arange(model.m)[:, None]
+            self.in_force[rows, np.asarray(model.orders)] = counts
             self.fractions = model.fractions(counts).round(4).tolist()
         self.hist.age()
         self.stats.age()
@@ -151,6 +191,7 @@ class GrubJoinShedder:
             "beta": round(min(reading.beta, 1e6), 6),
             "harvest_fractions": self.fractions,
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
+            "probe_share": round(self.share, 6),
             "queue_drops": reading.dropped,
             "pushed": reading.pushed,
             "consumed": reading.consumed,
@@ -163,15 +204,19 @@ class GrubJoinShedder:
 
         Ours: the model's costs can be off by a factor that differs between small and
         full configurations (estimated σ, yields). The throttle scales the *measured*
-        cost of the configuration in force by z/z_old, so its *modelled* cost (kept from
-        the previous step) is scaled the same way:
-        z_model = max(z, (z/z_old)·C_prev({z_old})/C(1)), capped at 1. The solver then
-        keeps C({z}) ≤ z_model·C(1) (GrubJoin §IV-C).
+        cost of the configuration in force by z/z_old, so its *modelled* cost — priced
+        under this step's model (its counts mapped to the new orders, times the probe
+        share) — is scaled the same way: z_model = max(z, (z/z_old)·C({z_old})/C(1)),
+        capped at 1. The solver then keeps C({z}) ≤ z_model·C(1) (GrubJoin §IV-C).
         """
         full = model.full_cost()
-        if self.model_cost is None or z >= 1.0 or full <= 0:
+        if self.in_force is None or z >= 1.0 or full <= 0:
             return z
-        return float(min(1.0, max(z, z / z_old * self.model_cost / full)))
+        rows = np.arange(model.m)[:, None]
+        counts = np.minimum(self.in_force[rows, np.asarray(model.orders)], model.max_counts())
+        fixed = float(np.sum(model.rates)) * model.tuple_cost
+        cost = fixed + self.share * (float(model.evaluate(counts)[0]) - fixed)
+        return float(min(1.0, max(z, z / z_old * cost / full)))
 
     def _flat(self, i: int, l: int) -> np.ndarray:
         n = self.n_windows[l]
@@ -188,8 +233,9 @@ class GrubJoinShedder:
             "rng": self.rng.bit_generator.state,
             "plans": None if self.plans is None else [_plan_to_data(p) for p in self.plans],
             "fractions": [list(r) for r in self.fractions],
-            "model_cost": self.model_cost,
+            "in_force": None if self.in_force is None else self.in_force.tolist(),
             "z_model": self.z_model,
+            "share": self.share,
         }
 
     @classmethod
@@ -208,9 +254,10 @@ class GrubJoinShedder:
             plans = snap["plans"]
             obj.plans = None if plans is None else tuple(_plan_from_data(p) for p in plans)
             obj.fractions = [list(map(float, r)) for r in snap["fractions"]]
-            cost = snap["model_cost"]
-            obj.model_cost = None if cost is None else float(cost)
+            held = snap["in_force"]
+            obj.in_force = None if held is None else np.asarray(held, dtype=np.int64)
             obj.z_model = float(snap["z_model"])
+            obj.share = float(snap.get("share", 1.0))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
         return obj

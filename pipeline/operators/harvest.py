@@ -147,9 +147,31 @@ def build_model(
     return model, scores
 
 
+def yield_order(model: HarvestModel, counts: IntArray) -> IntArray:
+    """Ours: per direction, the positions sorted by the matches their *harvested* windows
+    are expected to add, a_j = P_{i,j}(k_{i,j})·σ_{i,r_{i,j}}·S_{i,j} (pair σ, ascending;
+    stable). Low-selectivity-first on whole windows (MJoin) ignores that a position
+    scanning few, well-ranked windows may find many more (or fewer) partners than
+    another; with the windows fixed, O does not depend on the order and C is smallest
+    when the partial results grow as late as possible. Returns a permutation of
+    positions per direction (m × (m−1))."""
+    arr = model.arrays()
+    sel = np.asarray(model.selectivity, dtype=np.float64)
+    orders = np.asarray(model.orders, dtype=np.int64)
+    m = model.m
+    perm = np.empty((m, m - 1), dtype=np.int64)
+    for i in range(m):
+        k = np.asarray(counts[i], dtype=np.int64)
+        a = arr.ytab[i, np.arange(m - 1), k] * sel[i, orders[i]] * arr.seg[i]
+        perm[i] = np.argsort(a, kind="stable")
+    return perm
+
+
 def harvest_plans(model: HarvestModel, counts: IntArray,
-                  scores: list[list[FloatArray]]) -> tuple[ProbePlan, ...]:
-    """One ProbePlan per direction: the k_{i,j} top-ranked logical basic windows."""
+                  scores: list[list[FloatArray]],
+                  perm: IntArray | None = None) -> tuple[ProbePlan, ...]:
+    """One ProbePlan per direction: the k_{i,j} top-ranked logical basic windows, the
+    positions executed in the order ``perm`` (default: the model's order)."""
     nmax = model.max_counts()
     plans = []
     for i in range(model.m):
@@ -160,7 +182,9 @@ def harvest_plans(model: HarvestModel, counts: IntArray,
                 wins.append(None)
             else:
                 wins.append(tuple(int(v) for v in window_ranking(scores[i][j])[:k]))
-        plans.append(ProbePlan(order=model.orders[i], windows=tuple(wins)))
+        pos = range(model.m - 1) if perm is None else [int(v) for v in perm[i]]
+        plans.append(ProbePlan(order=tuple(model.orders[i][j] for j in pos),
+                               windows=tuple(wins[j] for j in pos)))
     return tuple(plans)
 
 

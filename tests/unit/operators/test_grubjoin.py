@@ -116,8 +116,8 @@ def test_snapshot_restore_mid_stream_changes_nothing(mode: str) -> None:
 def test_controller_settles_under_steady_overload() -> None:
     """Steady 3.3× overload: z leaves 1 and stays in a band; drops shrink to a minority.
 
-    (They do not stop entirely: the cost of a probe is bursty and the queue holds 10
-    tuples, so the controller keeps a small oscillation — see the report.)
+    (They do not stop entirely: single probes — mostly window shredding — can cost more
+    than the 10-tuple queue buffers, a few intervals per minute; see the report.)
     """
     _, eng = run(shed_spec("grubjoin", share=0.3, utilization=0.9))
     rows = [r for r in eng.drain_metrics() if r["source"] == "shedding"]
