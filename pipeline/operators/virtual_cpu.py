@@ -8,7 +8,13 @@
   utilization target / (cost charged / capacity available). Same input ⇒ same output.
 * :class:`WallBudget` — the real CPU. An injected clock (seconds) times the work between
   ``admit`` and ``charge``; β = headroom = (interval / speed-up × utilization) / time
-  spent. No queue: nothing is dropped, the join is only throttled.
+  spent. No queue: nothing is dropped, the join is only throttled. Inside Spark (ours)
+  the operator instance also reports, per micro-batch (:meth:`WallBudget.observe_batch`),
+  the wall time it spent outside admit→charge (K-slack, synchronizer, result building),
+  which counts as spent, and how far behind the input it is (the age of its freshest
+  input record over a latency target): above 1 the next reading's β and headroom are
+  capped by its inverse, whatever the CPU accounting says — Spark's own per-row work
+  (decode, Arrow, Kafka) is invisible to the clock but shows up there.
 """
 
 from __future__ import annotations
@@ -166,6 +172,8 @@ class WallBudget:
         self.spent = 0.0  # seconds in the current interval
         self.pushed = 0
         self.cost = 0.0
+        self.timed_total = 0.0  # seconds timed between admit and charge, ever
+        self.lag_cap: float | None = None  # 1 / lag ratio of the last batch, until read
 
     def admit(self, now: int) -> bool:
         self.pushed += 1
@@ -173,12 +181,26 @@ class WallBudget:
         return True
 
     def charge(self, cost: float, now: int) -> None:
-        self.spent += max(0.0, self.clock() - self.started)
+        took = max(0.0, self.clock() - self.started)
+        self.spent += took
+        self.timed_total += took
         self.cost += cost
+
+    def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
+        """Ours: a micro-batch's wall time outside admit→charge counts as spent, and
+        ``lag_ratio`` (freshest input's age / latency target) > 1 caps the next reading
+        at 1 / lag_ratio (see the module docstring)."""
+        self.spent += max(0.0, overhead_s)
+        if lag_ratio is not None and lag_ratio > 0:
+            cap = 1.0 / lag_ratio
+            self.lag_cap = cap if self.lag_cap is None else min(self.lag_cap, cap)
 
     def measure(self, now: int, interval_ms: int) -> BudgetReading:
         available = interval_ms / 1000.0 / self.config.speedup * self.config.utilization
         ratio = available / self.spent if self.spent > 0 else float("inf")
+        if self.lag_cap is not None:
+            ratio = min(ratio, self.lag_cap)
+            self.lag_cap = None
         reading = BudgetReading(beta=ratio, headroom=ratio, pushed=self.pushed,
                                 consumed=self.pushed, dropped=0, cost=self.cost)
         self.spent = 0.0
@@ -187,7 +209,8 @@ class WallBudget:
         return reading
 
     def snapshot(self) -> dict[str, Any]:
-        return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost}
+        return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost,
+                "timed_total": self.timed_total, "lag_cap": self.lag_cap}
 
     @classmethod
     def from_snapshot(cls, config: WallBudgetConfig, clock: Callable[[], float],
@@ -197,6 +220,9 @@ class WallBudget:
             obj.spent = float(snap["spent"])
             obj.pushed = int(snap["pushed"])
             obj.cost = float(snap["cost"])
+            obj.timed_total = float(snap.get("timed_total", 0.0))
+            cap = snap.get("lag_cap")
+            obj.lag_cap = None if cap is None else float(cap)
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"wall budget: bad snapshot {snap!r}") from exc
         return obj

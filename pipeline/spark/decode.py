@@ -123,7 +123,8 @@ def _complete(rec: Column, cfg: DecodeConfig) -> Column:
 
 
 def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
-    """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record fields.
+    """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record
+    fields + ``kafka_ms`` (the record's Kafka timestamp, epoch ms).
 
     ``reason`` is null for a valid record, else says why it was rejected (bad marker,
     unknown fingerprint, undecodable/truncated body, trailing bytes, unknown stream, stream/topic
@@ -144,6 +145,7 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         sf.when(_complete(rec, cfg), to_avro(rec, cfg.schema_json)).alias("_canonical"),
         header_ok.alias("_header_ok"),
         fp_ok.alias("_fp_ok"),
+        sf.unix_millis(sf.col("timestamp")).alias("_kafka_ms"),
     )
     expected_stream = _topic_stream(cfg)
     reason = (
@@ -183,10 +185,12 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         reason.alias("reason"),
         _stream_index(cfg).alias("stream_idx"),
         *fields,
+        sf.col("_kafka_ms").alias("kafka_ms"),
     )
 
 
 def envelope(decoded: DataFrame, cfg: DecodeConfig) -> DataFrame:
-    """The rows the join stage takes: ``stream_idx`` + record fields + ``dl_key, dl_value``
+    """The rows the join stage takes: ``stream_idx`` + record fields + ``kafka_ms`` (the
+    record's Kafka timestamp, for the wall budget's lag guard) + ``dl_key, dl_value``
     (non-null only on rejected rows, which carry no valid fields)."""
-    return decoded.select("stream_idx", *cfg.field_names, "dl_key", "dl_value")
+    return decoded.select("stream_idx", *cfg.field_names, "kafka_ms", "dl_key", "dl_value")

@@ -26,6 +26,7 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.registry import shedder_class
+from pipeline.operators.virtual_cpu import WallBudget
 from pipeline.routing import Router, RouterConfig
 from pipeline.spec import SheddingSpec, Spec, parse_spec
 
@@ -39,6 +40,9 @@ OUTPUT_DDL = (
 )
 OUTPUT_COLUMNS = tuple(part.strip().split(" ")[0] for part in OUTPUT_DDL.split(","))
 TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input"
+#: the wall budget's lag target, a share of the trigger interval: a micro-batch should end
+#: before the next one is due, so its freshest input is at most this old when it does
+LAG_TARGET_SHARE = 0.8
 DEADLETTER_KEY = -1  # route key of rejected input rows: passed through as kind=deadletter
 _METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall",
                 "measured_recall", "queue_drops")
@@ -162,9 +166,38 @@ class JoinInstance:
         return out
 
     def process(self, frame: pd.DataFrame) -> list[pd.DataFrame]:
-        """One micro-batch of this key's rows → result and metrics frames."""
+        """One micro-batch of this key's rows → result and metrics frames.
+
+        With a wall budget (DESIGN §5), the batch's time outside the join and its lag —
+        the age of its freshest input record (Kafka timestamp) once its outputs are
+        built, over ``LAG_TARGET_SHARE × trigger`` — go to
+        :meth:`~pipeline.operators.virtual_cpu.WallBudget.observe_batch` (ours)."""
+        budget = self._wall_budget()
+        start = self._wall()
+        timed_before = budget.timed_total if budget is not None else 0.0
         results = self.engine.process_many(self.events(frame))
-        return self._output(results)
+        out = self._output(results)
+        if budget is not None:
+            end = self._wall()
+            overhead = (end - start) - (budget.timed_total - timed_before)
+            budget.observe_batch(overhead, self._lag_ratio(frame, end))
+        return out
+
+    def _wall_budget(self) -> WallBudget | None:
+        budget = getattr(self.engine.shedder, "budget", None)
+        return budget if isinstance(budget, WallBudget) else None
+
+    def _lag_ratio(self, frame: pd.DataFrame, end_s: float) -> float | None:
+        """Age of the batch's freshest input at ``end_s`` (wall seconds, epoch clock) over
+        the lag target; None without Kafka timestamps."""
+        if "kafka_ms" not in frame.columns:
+            return None
+        stamps = frame.loc[frame["stream_idx"] != TICK_STREAM, "kafka_ms"].dropna()
+        if stamps.empty:
+            return None
+        age_ms = end_s * 1000.0 - float(stamps.max())
+        target_ms = LAG_TARGET_SHARE * self.spec.job.trigger_ms
+        return max(0.0, age_ms) / target_ms if target_ms > 0 else None
 
     def flush(self) -> list[pd.DataFrame]:
         """Input went idle: release every buffer (Engine.flush) and emit what follows."""

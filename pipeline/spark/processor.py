@@ -57,6 +57,11 @@ class ProcessorConfig:
                    int(snap["chunk_bytes"]))
 
 
+#: the instances' wall clock (epoch seconds): emit times, the wall budget's timing, and its
+#: lag guard, which compares against the input records' Kafka timestamps
+WALL_CLOCK = time.time
+
+
 class JoinProcessor(StatefulProcessor):
     """Runs one :class:`JoinInstance` per grouping key (``route_key``)."""
 
@@ -70,9 +75,9 @@ class JoinProcessor(StatefulProcessor):
     # ------------------------------------------------------------------ state
     def _load(self, route_key: int) -> JoinInstance:
         if not self.blob.exists():
-            return JoinInstance(self.config.instance, route_key, time.perf_counter)
+            return JoinInstance(self.config.instance, route_key, WALL_CLOCK)
         data = b"".join(bytes(row[0]) for row in self.blob.get())
-        return JoinInstance.load(self.config.instance, route_key, data, time.perf_counter)
+        return JoinInstance.load(self.config.instance, route_key, data, WALL_CLOCK)
 
     def _save(self, inst: JoinInstance) -> None:
         data = inst.dump()

@@ -4,6 +4,7 @@ record gets its reason, valid ones decode to the record and re-encode byte for b
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ def spark() -> Iterator[SparkSession]:
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
 CFG = DecodeConfig("sensor_reading", SERDE.schema_json("sensor_reading"),
                    SERDE.fingerprint("sensor_reading"), ("s1", "s2"), ("p.in.x.s1", "p.in.x.s2"))
+STAMP = datetime(2026, 11, 26, 12, 0, 0, 250000, tzinfo=UTC)  # a Kafka record timestamp
 GOOD = {"stream": "s1", "seq": 4, "event_time": 10, "arrival_time": 12, "value": 1.5,
         "a1": 3, "x": 0.25, "y": -1.0}
 
@@ -56,9 +58,9 @@ CASES: list[tuple[str, bytes | None, str | None]] = [
 
 
 def test_each_bad_record_gets_its_reason(spark: SparkSession) -> None:
-    rows = [(t, 0, i, None, v) for i, (t, v, _) in enumerate(CASES)]
+    rows = [(t, 0, i, None, v, STAMP) for i, (t, v, _) in enumerate(CASES)]
     raw = spark.createDataFrame(rows, "topic string, partition int, offset long, "
-                                      "key binary, value binary")
+                                      "key binary, value binary, timestamp timestamp")
     got = {r["offset"]: r for r in decode(raw, CFG).collect()}
     for i, (_, value, reason) in enumerate(CASES):
         row = got[i]
@@ -66,6 +68,7 @@ def test_each_bad_record_gets_its_reason(spark: SparkSession) -> None:
             assert row["reason"] is None
             assert row["stream_idx"] == 0
             assert {k: row[k] for k in GOOD} == GOOD
+            assert row["kafka_ms"] == int(STAMP.timestamp() * 1000)
         else:
             assert row["reason"] is not None and row["reason"].startswith(reason), row["reason"]
         assert bytes(row["raw"]) == (value or b"")
@@ -73,9 +76,10 @@ def test_each_bad_record_gets_its_reason(spark: SparkSession) -> None:
 
 def test_valid_records_re_encode_to_the_same_bytes(spark: SparkSession) -> None:
     values = [enc(seq=i, value=i * 0.5) for i in range(5)]
-    raw = spark.createDataFrame([("p.in.x.s1", 0, i, None, v) for i, v in enumerate(values)],
-                                "topic string, partition int, offset long, key binary, "
-                                "value binary")
+    raw = spark.createDataFrame(
+        [("p.in.x.s1", 0, i, None, v, STAMP) for i, v in enumerate(values)],
+        "topic string, partition int, offset long, key binary, value binary, "
+        "timestamp timestamp")
     decoded = decode(raw, CFG).selectExpr("*", "key AS dl_key", "CAST(NULL AS BINARY) dl_value")
     out = passthrough_rows(decoded, CFG.field_names, ("p.results", "p.deadletter"),
                            SERDE.header("sensor_reading"), CFG.schema_json).collect()

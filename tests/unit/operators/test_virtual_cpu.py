@@ -118,6 +118,33 @@ def test_wall_budget_uses_the_injected_clock() -> None:
 
 
 @pytest.mark.parametrize(
+    ("overhead", "lag_ratio", "beta"),
+    [
+        (0.0, None, 0.5 / 0.75),  # the join's own time only
+        (0.25, None, 0.5 / 1.0),  # time outside admit→charge counts as spent
+        (0.0, 0.5, 0.5 / 0.75),  # well ahead of the latency target: no cap
+        (0.0, 4.0, 0.25),  # four times the latency target: β and headroom ≤ 1/4
+        (0.25, 1.5, 0.5),  # the CPU reading is the tighter one
+    ],
+)
+def test_wall_budget_batch_overhead_and_lag(overhead: float, lag_ratio: float | None,
+                                            beta: float) -> None:
+    ticks = iter([0.0, 0.5, 1.0, 1.25])
+    wb = WallBudget(WallBudgetConfig(speedup=2.0, utilization=0.5), clock=lambda: next(ticks))
+    for now in (0, 100):
+        assert wb.admit(now)
+        wb.charge(10.0, now)
+    assert wb.timed_total == pytest.approx(0.75)
+    wb.observe_batch(overhead, lag_ratio)
+    restored = WallBudget.from_snapshot(wb.config, wb.clock, wb.snapshot())
+    for budget in (wb, restored):
+        r = budget.measure(1000, 2000)
+        assert r.beta == pytest.approx(beta) and r.headroom == pytest.approx(beta)
+    # the lag cap is read once
+    assert wb.measure(2000, 2000).beta == float("inf")
+
+
+@pytest.mark.parametrize(
     ("kwargs", "field"),
     [
         ({"budget": "virtual", "capacity": None}, "capacity"),

@@ -219,3 +219,44 @@ def test_metric_rates_are_per_second_of_stream_time() -> None:
     # 3 streams x 40 tuples/s of stream time (25 ms apart); averaged per drained span
     assert later["rate_in"].between(60.0, 180.0).all(), later["rate_in"].tolist()
     assert (later["rate_out"] >= 0).all()
+
+
+class StoppedWall:
+    """A wall clock that never advances: the CPU accounting alone sees no load."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(("age_s", "expect_cut"), [(0.1, False), (8.0, True)])
+def test_wall_budget_lag_guard_cuts_z_when_input_is_stale(age_s: float,
+                                                         expect_cut: bool) -> None:
+    """The freshest input's Kafka timestamp is ``age_s`` old when the batch ends; with a
+    1 s trigger the lag target is 0.8 s, so 8 s of lag caps β at 0.1 (z ≤ 0.1)."""
+    sp = parse_spec({
+        "join": {"streams": list(STREAMS), "window_ms": 300, "predicate": "band",
+                 "attribute": "value", "epsilon": 0.4},
+        "disorder": {"mode": "fixed", "slack_ms": 400},
+        "shedding": {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 500,
+                     "budget": "wall"},
+        "job": {"budget": "wall", "speedup": 1.0, "trigger_ms": 1000},
+    })
+    cfg = InstanceConfig.from_spec(sp, ATTRS)
+    wall = StoppedWall(1_000_000.0)
+    inst = JoinInstance(cfg, 0, wall)
+    rows = records(5, n=600)
+    z_after = []
+    for lo in range(0, len(rows), 100):
+        f = frame(rows[lo:lo + 100])
+        f["kafka_ms"] = wall.now * 1000.0 - age_s * 1000.0
+        out = inst.process(f)
+        z_after += [float(v) for fr in out if (fr["kind"] == "metric").all()
+                    for v in fr["z"]]
+    assert z_after, "no adaptation step ran"
+    if expect_cut:
+        assert min(z_after) <= 0.1 + 1e-9
+    else:
+        assert min(z_after) == 1.0  # no CPU time, fresh input: never throttled
