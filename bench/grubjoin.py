@@ -142,7 +142,7 @@ class Timing:
 
 
 def _config(m: int, mode: str, capacity: float | None, budget: str = "virtual",
-            learn: bool = True) -> EngineConfig:
+            learn: bool = True, index: bool = False) -> EngineConfig:
     shedding: dict[str, Any] = {"mode": mode, "basic_window_ms": BASIC_MS,
                                 "adapt_interval_ms": 5_000, "shred_rate": 0.1, "queue": 10,
                                 "boost": 1.2, "budget": budget, "learn": learn,
@@ -151,7 +151,7 @@ def _config(m: int, mode: str, capacity: float | None, budget: str = "virtual",
         shedding["capacity"] = capacity
     spec = parse_spec({
         "join": {"streams": [f"s{i + 1}" for i in range(m)], "window_ms": WINDOW_MS,
-                 "predicate": "band", "attribute": "value", "epsilon": 1.0},
+                 "predicate": "band", "attribute": "value", "epsilon": 1.0, "index": index},
         "disorder": {"mode": "none"},
         "shedding": shedding,
     })
@@ -171,9 +171,11 @@ def simulate(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, 
     """One output-rate point: real MWayJoin + shedder, virtual CPU (or wall clock)."""
     total = timing.prefill_s + timing.settle_s + timing.measure_s
     records = _workload(m, rate, lags, kappas, total, seed)
+    base = method.removesuffix("-indexed")
     mode = {"grubjoin": "grubjoin", "grubjoin-flat": "grubjoin",
-            "randomdrop": "randomdrop", "full": "off"}[method]
-    cfg = _config(m, mode, capacity, budget, learn=method != "grubjoin-flat")
+            "randomdrop": "randomdrop", "full": "off"}[base]
+    cfg = _config(m, mode, capacity, budget, learn=base != "grubjoin-flat",
+                  index=method.endswith("-indexed"))
     pred = cfg.predicate
     join = MWayJoin(cfg.join_config())
     shedder: Any
@@ -397,8 +399,19 @@ def sweeps(quick: bool) -> dict[str, Any]:
             wall_sweep.append(_row("nonaligned", 3, rate, None, method, res))
             log.info("wall", rate=rate, method=method, output=round(res["output_rate"], 1))
 
+    # ours: the per-basic-window indexes with the indexed cost model (costmodel
+    # docstring) on the same virtual CPU (capacity in the unindexed calibration's units)
+    index_sweep: list[dict[str, Any]] = []
+    for rate in ([300.0] if quick else [200.0, 500.0]):
+        for method in ("grubjoin-indexed", "full-indexed"):
+            res = simulate(3, rate, NONALIGNED[0], NONALIGNED[1], method, capacity, timing)
+            index_sweep.append(_row("nonaligned", 3, rate, None, method, res))
+            log.info("index_sweep", rate=rate, method=method,
+                     output=round(res["output_rate"], 1))
+
     return {
         "capacity_cost_units_per_s": capacity,
+        "index_sweep": index_sweep,
         "timing": {"prefill_s": timing.prefill_s, "settle_s": timing.settle_s,
                    "measure_s": timing.measure_s},
         "m_sweep_timing": {"prefill_s": m_timing.prefill_s, "settle_s": m_timing.settle_s,

@@ -89,6 +89,8 @@ def optimal(model: HarvestModel, z: float) -> tuple[IntArray, float]:
         tot_c, tot_o, picks = tot_c[ok], tot_o[ok], picks[ok]
         front = _pareto(tot_c, tot_o)
         f_cost, f_out, f_pick = tot_c[front], tot_o[front], picks[front]
+    if f_out.shape[0] == 0:  # even scanning nothing exceeds z·C(1): nothing is feasible
+        return np.zeros((m, m - 1), dtype=np.int64), 0.0
     k = int(np.argmax(f_out))
     counts = np.stack([grids[i][f_pick[k, i]] for i in range(m)])
     return counts.astype(np.int64), float(f_out[k])
@@ -129,7 +131,13 @@ def direction_front(arr: ModelArrays, i: int, thin_eps: float = 0.0,
     suffix j.. is the front of {k_j} × front(j+1..) — a dynamic programme over the
     m − 1 positions, instead of enumerating Π (n + 1) rows. Positions scan ≥ 1 window;
     the all-zero row (direction off, cost 0, output 0) is prepended.
+
+    The suffix DP needs the cost to scale with the partial results; the indexed model's
+    per-window term does not (costmodel docstring), so for ``arr.indexed`` the front is
+    taken over the enumerated grid (:func:`_grid_front`; exact, each row is one point).
     """
+    if arr.indexed:
+        return _grid_front(arr, i)
     mm = arr.nmax.shape[1]
     c = np.zeros(1)
     o = np.ones(1)
@@ -154,6 +162,24 @@ def direction_front(arr: ModelArrays, i: int, thin_eps: float = 0.0,
     rows = np.concatenate([np.zeros((1, mm), dtype=np.int64), rows], axis=0)
     keep = _front_sorted(c, o)
     return c[keep], o[keep], rows[keep]
+
+
+#: largest direction grid :func:`_grid_front` enumerates (configure stays far below it)
+GRID_MAX_ROWS = 1_000_000
+
+
+def _grid_front(arr: ModelArrays, i: int) -> tuple[FloatArray, FloatArray, IntArray]:
+    """Pareto front of direction i over its whole count grid (rows that scan ≥ 1 window
+    at every position, plus the all-zero row), ascending cost."""
+    size = int(np.prod(arr.nmax[i] + 1))
+    if size > GRID_MAX_ROWS:
+        raise ConfigError(f"direction grid of {size} rows is too large to enumerate "
+                          f"(max {GRID_MAX_ROWS}); use the greedy")
+    grid = _direction_grid(arr.nmax[i])
+    grid = grid[(grid > 0).all(axis=1) | (grid == 0).all(axis=1)]
+    c, o = arr.row_terms(i, grid)
+    keep = _front_sorted(c, o)
+    return c[keep], o[keep], grid[keep]
 
 
 def _thin(cost: FloatArray, out: FloatArray, eps: float) -> IntArray:

@@ -13,6 +13,23 @@ factor of scanning k windows is P_{i,j}(k) = Σ_{v≤k} p^{s^v}_{i,j} / Σ_v p^v
 ``c_t`` is a fixed per-tuple cost (insertion, expiry, bookkeeping) that the paper leaves
 out "for brevity"; it is the same for every configuration, so it only shifts C.
 Directions are independent in both C and O, which the solvers exploit.
+
+Indexed cost (ours, ``HarvestModel.indexed``; issue 4 deliverable 7): with per-basic-
+window sorted/hash indexes (``JoinConfig.index``) a probe costs ``c_w`` per stored basic
+window it touches plus one unit per (partial result, candidate row) pair, the candidates
+being the rows in the probing tuple's value range. Position j then costs
+
+    c_w·ρ_j·t(k_j) + N_{i,j}·a_{i,j},   a_{i,j} = P_{i,j}(k_j)·σ_{i,r_{i,j}}·S_{i,j}
+
+with the candidates per partial approximated by its expected matches a_{i,j} (σ as in
+N: pair σ at the first position, the conditional deep σ later — with time-correlated
+values the pair σ underestimates E[N·hits] by ~2× on the sensors workload), t(k) = k + 1
+for k ≥ 1 (k contiguous logical basic windows straddle k + 1 stored ones; t(0) = 0) and
+ρ_j = 1 − exp(−N_{i,j}) for j ≥ 2 (ρ_1 = 1), the probability that the probe reaches
+position j at all (Poisson; it stops once no partial result is left). The per-window
+term does not scale with N_{i,j}. Stored windows that the value-range test rules out
+before the harvest selection is applied also cost 1 in the join; the model ignores them
+(it tracks the join within ~25% where such misses are rare; see the tests).
 """
 
 from __future__ import annotations
@@ -74,7 +91,8 @@ class HarvestModel:
     first position of an order; deep_selectivity: σ at later positions (the share of
     partial results a window extends; None = the same as ``selectivity``);
     orders: R_i (m×(m−1) stream indices); n_windows: n_l per stream;
-    yields: P tables, ``yields[i][j]`` of length n_{r_{i,j}} + 1; tuple_cost: c_t.
+    yields: P tables, ``yields[i][j]`` of length n_{r_{i,j}} + 1; tuple_cost: c_t;
+    indexed / window_cost: the indexed cost model and its c_w (ours, module docstring).
     """
 
     rates: tuple[float, ...]
@@ -85,6 +103,8 @@ class HarvestModel:
     yields: tuple[tuple[tuple[float, ...], ...], ...]
     tuple_cost: float = 0.0
     deep_selectivity: tuple[tuple[float, ...], ...] | None = None
+    indexed: bool = False
+    window_cost: float = 1.0
 
     @staticmethod
     def build(
@@ -95,6 +115,8 @@ class HarvestModel:
         orders: IntArray | None = None,
         tuple_cost: float = 0.0,
         deep_selectivity: FloatArray | None = None,
+        indexed: bool = False,
+        window_cost: float = 1.0,
     ) -> HarvestModel:
         """Validate and freeze; ``scores[i][j]`` is p^k_{i,j}, k = 1..n_{r_{i,j}}."""
         lam = np.asarray(rates, dtype=np.float64)
@@ -102,6 +124,8 @@ class HarvestModel:
         sel = np.asarray(selectivity, dtype=np.float64)
         if m < 2 or sel.shape != (m, m):
             raise ConfigError(f"selectivity: expected a {m}x{m} matrix, got shape {sel.shape}")
+        if window_cost < 0:
+            raise ConfigError(f"window_cost: must be >= 0, got {window_cost}")
         if np.any(lam < 0) or np.any(sel < 0):
             raise ConfigError(f"rates/selectivity: must be >= 0, got {lam} / {sel}")
         order = join_orders(sel) if orders is None else np.asarray(orders, dtype=np.int64)
@@ -131,6 +155,8 @@ class HarvestModel:
             tuple_cost=float(tuple_cost),
             deep_selectivity=None if deep_selectivity is None else tuple(
                 tuple(float(v) for v in r) for r in np.asarray(deep_selectivity)),
+            indexed=bool(indexed),
+            window_cost=float(window_cost),
         )
 
     @property
@@ -162,7 +188,7 @@ class HarvestModel:
 
 @dataclass(frozen=True)
 class ModelArrays:
-    """The model as padded arrays: ytab[i, j, k] = P_{i,j}(k), zero-padded beyond n."""
+    """The model as padded arrays: ytab[i, j, k] = P_{i,j}(k), one-padded beyond n."""
 
     lam: FloatArray
     seg: FloatArray  # S_{i,j} = S_{r_{i,j}}
@@ -170,6 +196,8 @@ class ModelArrays:
     nmax: IntArray
     ytab: FloatArray
     tuple_cost: float
+    indexed: bool = False
+    window_cost: float = 1.0
 
     @staticmethod
     def of(model: HarvestModel) -> ModelArrays:
@@ -196,7 +224,20 @@ class ModelArrays:
             nmax=nmax,
             ytab=ytab,
             tuple_cost=model.tuple_cost,
+            indexed=model.indexed,
+            window_cost=model.window_cost,
         )
+
+    def _cost(self, k: IntArray, factor: FloatArray, n_before: FloatArray, seg: FloatArray,
+              nmax: IntArray) -> FloatArray:
+        """Σ_j cost of position j: z_j S_j N_j (GrubJoin §IV-C), or the indexed form
+        c_w ρ_j t(k_j) + N_j a_j (ours, module docstring; ``factor`` = a_j); last axis j."""
+        if not self.indexed:
+            return (k / nmax * seg * n_before).sum(axis=-1)
+        reach = np.concatenate(
+            [np.ones_like(n_before[..., :1]), -np.expm1(-n_before[..., 1:])], axis=-1)
+        touched = np.where(k > 0, k + 1, 0)
+        return (self.window_cost * reach * touched + n_before * factor).sum(axis=-1)
 
     def direction_terms(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
         """Per-direction (λ_i C_i, λ_i N_{i,m}) for counts of shape (..., m, m−1)."""
@@ -205,20 +246,20 @@ class ModelArrays:
         rows = np.arange(m)[:, None]
         cols = np.arange(m - 1)[None, :]
         p = self.ytab[rows, cols, k]
-        z = k / self.nmax
         factor = p * self.sel * self.seg
         n_part = np.cumprod(factor, axis=-1)
         n_before = np.concatenate([np.ones_like(n_part[..., :1]), n_part[..., :-1]], axis=-1)
-        cost = (z * self.seg * n_before).sum(axis=-1)
+        cost = self._cost(k, factor, n_before, self.seg, self.nmax)
         return self.lam * cost, self.lam * n_part[..., -1]
 
     def row_terms(self, i: int, rows: IntArray) -> tuple[FloatArray, FloatArray]:
         """(λ_i C_i, λ_i N_{i,m}) for candidate count rows (B, m−1) of direction i alone."""
         k = np.asarray(rows, dtype=np.int64)
         p = self.ytab[i, np.arange(k.shape[-1]), k]
-        n_part = np.cumprod(p * self.sel[i] * self.seg[i], axis=-1)
+        factor = p * self.sel[i] * self.seg[i]
+        n_part = np.cumprod(factor, axis=-1)
         n_before = np.concatenate([np.ones_like(n_part[..., :1]), n_part[..., :-1]], axis=-1)
-        cost = (k / self.nmax[i] * self.seg[i] * n_before).sum(axis=-1)
+        cost = self._cost(k, factor, n_before, self.seg[i], self.nmax[i])
         return self.lam[i] * cost, self.lam[i] * n_part[..., -1]
 
     def evaluate(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:

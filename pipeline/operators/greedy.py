@@ -19,6 +19,7 @@ a deviation from the paper, documented there.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -65,15 +66,26 @@ class _Rows:
         self.zs = [[(np.arange(arr.ytab.shape[2]) * (arr.seg[i, j] / arr.nmax[i, j])).tolist()
                     for j in range(m - 1)] for i in range(m)]
         self.fixed = float(arr.lam.sum()) * arr.tuple_cost
+        self.indexed = arr.indexed
+        if arr.indexed:  # indexed cost (ours, costmodel docstring)
+            kk = np.arange(arr.ytab.shape[2])
+            #: zs[i][j][k] = c_w·t(k); the per-partial term is pa (= a_j)
+            self.zs = [[(arr.window_cost * np.where(kk > 0, kk + 1, 0)).astype(float).tolist()
+                        for _ in range(m - 1)] for _ in range(m)]
 
     def terms(self, i: int, row: list[int]) -> tuple[float, float]:
         """(λ_i C_i, λ_i N_{i,m}) of one count row of direction i."""
         pa, zs = self.pa[i], self.zs[i]
         c = 0.0
         n = 1.0
-        for j, k in enumerate(row):
-            c += zs[j][k] * n
-            n *= pa[j][k]
+        if self.indexed:
+            for j, k in enumerate(row):
+                c += (zs[j][k] if j == 0 else zs[j][k] * -math.expm1(-n)) + n * pa[j][k]
+                n *= pa[j][k]
+        else:
+            for j, k in enumerate(row):
+                c += zs[j][k] * n
+                n *= pa[j][k]
         lam = self.lam[i]
         return lam * c, lam * n
 

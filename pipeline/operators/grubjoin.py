@@ -36,6 +36,7 @@ from pipeline.operators.harvest import (
     OnlineStats,
     build_model,
     harvest_plans,
+    scanned_fractions,
     shred_plan,
     yield_order,
 )
@@ -111,7 +112,11 @@ class GrubJoinShedder:
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
         self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY))
-        self.stats = OnlineStats(config.m, DECAY)
+        #: indexed cost model (ours) iff the join runs per-basic-window indexes
+        self.indexed = join.index and getattr(join.predicate, "kind", None) in ("band", "equi")
+        self.stats = OnlineStats(config.m, DECAY, per_window=self.indexed)
+        #: window share scanned per position by the shredding plan issued last
+        self._shred_fractions: tuple[tuple[int, ...], tuple[float, ...]] | None = None
         self.rng = np.random.default_rng(sh.seed)
         self.plans: tuple[ProbePlan, ...] | None = None  # None = full scans, default order
         self.fractions: list[list[float]] = [[1.0] * (config.m - 1) for _ in range(config.m)]
@@ -142,6 +147,8 @@ class GrubJoinShedder:
             # runs on a z·n share of the sampled tuples so its cost still respects z
             share = self.throttle.z * self.n_windows[shred.order[0]] if shred.order else 1.0
             if share >= 1.0 or self.rng.random() < share:
+                self._shred_fractions = (tuple(shred.order or ()),
+                                         scanned_fractions(shred, self.n_windows))
                 return shred
         if current is not None and self.share < 1.0 and self.rng.random() >= self.share:
             return ProbePlan(order=current.order, windows=((),) * (self.config.m - 1))
@@ -153,7 +160,9 @@ class GrubJoinShedder:
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
             self.hist.observe(feedback)
-        self.stats.observe_probe(feedback)
+        held = self._shred_fractions
+        fractions = held[1] if held is not None and held[0] == feedback.order else None
+        self.stats.observe_probe(feedback, fractions)
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
@@ -167,8 +176,10 @@ class GrubJoinShedder:
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
                 [p.order for p in self.plans], dtype=np.int64)
-            model, scores = build_model(rates, self.config.windows, self.stats.selectivity(),
-                                        score_fn, sh.tuple_cost, previous)
+            seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0
+            model, scores = build_model(rates, self.config.windows,
+                                        self.stats.selectivity(seg), score_fn,
+                                        sh.tuple_cost, previous, indexed=self.indexed)
             self.z_model = self._model_fraction(model, z, z_old)
             counts = configure(model, self.z_model, sh.heuristic)
             self.share = 1.0
@@ -249,7 +260,7 @@ class GrubJoinShedder:
             obj.budget = restore_budget(obj.budget, snap["budget"])
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             obj.hist = LagHistograms.from_snapshot(obj.hist.config, snap["hist"])
-            obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"])
+            obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"], obj.indexed)
             obj.rng.bit_generator.state = snap["rng"]
             plans = snap["plans"]
             obj.plans = None if plans is None else tuple(_plan_from_data(p) for p in plans)
@@ -258,6 +269,7 @@ class GrubJoinShedder:
             obj.in_force = None if held is None else np.asarray(held, dtype=np.int64)
             obj.z_model = float(snap["z_model"])
             obj.share = float(snap.get("share", 1.0))
+
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
         return obj

@@ -45,19 +45,30 @@ class OnlineStats:
     ``first`` sums come from the first position of a probe's order (σ of the pair),
     ``deep`` sums from later positions (the share of partial results a window extends,
     which depends on the time correlations of all members so far).
+
+    ``per_window`` (ours, for indexed joins): ``fb.scanned`` then counts index cost
+    units, not tuple comparisons, so the denominator is instead the partial results
+    entering a position times the fraction of its window scanned (given by the caller,
+    :meth:`observe_probe`); the estimate is σ·S_l, matches per partial per full window,
+    and :meth:`selectivity` divides it by the caller's S_l.
     """
 
-    def __init__(self, m: int, decay: float = 0.5) -> None:
+    def __init__(self, m: int, decay: float = 0.5, per_window: bool = False) -> None:
         self.m = m
         self.decay = decay
+        self.per_window = per_window
         self.arrivals = np.zeros(m, dtype=np.int64)
         self.sums = np.zeros((4, m, m), dtype=np.float64)  # first/deep × matches/compared
 
     def observe_arrival(self, stream: int) -> None:
         self.arrivals[stream] += 1
 
-    def observe_probe(self, fb: ProbeFeedback) -> None:
-        """Matches at position j = partials entering j+1 (or the results at the end)."""
+    def observe_probe(self, fb: ProbeFeedback,
+                      fractions: tuple[float, ...] | None = None) -> None:
+        """Matches at position j = partials entering j+1 (or the results at the end).
+
+        ``fractions``: share of each position's window the probe scanned (per-window
+        mode only; default: all full)."""
         entering = list(fb.partials)
         for j, l in enumerate(fb.order):
             if j >= len(entering) or fb.scanned[j] <= 0:
@@ -66,7 +77,11 @@ class OnlineStats:
                 fb.results if j == len(fb.order) - 1 else 0)
             base = 0 if j == 0 else 2
             self.sums[base, fb.direction, l] += found
-            self.sums[base + 1, fb.direction, l] += fb.scanned[j]
+            if self.per_window:
+                frac = 1.0 if fractions is None else fractions[j]
+                self.sums[base + 1, fb.direction, l] += entering[j] * frac
+            else:
+                self.sums[base + 1, fb.direction, l] += fb.scanned[j]
 
     def rates(self, interval_ms: int) -> FloatArray:
         """λ_i over the last interval, tuples per second; resets the counts."""
@@ -79,10 +94,17 @@ class OnlineStats:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(compared > 0, self.sums[base] / compared, np.nan)
 
-    def selectivity(self) -> tuple[FloatArray, FloatArray]:
+    def selectivity(self, window_tuples: FloatArray | None = None
+                    ) -> tuple[FloatArray, FloatArray]:
         """(first-position σ, later-position σ); gaps filled from the reverse direction,
-        then from the other kind, then :data:`DEFAULT_SELECTIVITY`."""
+        then from the other kind, then :data:`DEFAULT_SELECTIVITY`. In per-window mode
+        the estimates are divided by ``window_tuples`` (S_l, per partner column)."""
         first, deep = self._estimate(0), self._estimate(2)
+        if self.per_window:
+            if window_tuples is None:
+                raise OperatorStateError("per-window selectivity needs the window sizes")
+            size = np.maximum(np.asarray(window_tuples, dtype=np.float64), 1.0)[None, :]
+            first, deep = first / size, deep / size
         first = np.where(np.isnan(first), first.T, first)
         deep = np.where(np.isnan(deep), deep.T, deep)
         first, deep = np.where(np.isnan(first), deep, first), np.where(np.isnan(deep), first, deep)
@@ -100,8 +122,9 @@ class OnlineStats:
         return {"arrivals": self.arrivals.copy(), "sums": self.sums.copy()}
 
     @classmethod
-    def from_snapshot(cls, m: int, decay: float, snap: dict[str, Any]) -> OnlineStats:
-        obj = cls(m, decay)
+    def from_snapshot(cls, m: int, decay: float, snap: dict[str, Any],
+                      per_window: bool = False) -> OnlineStats:
+        obj = cls(m, decay, per_window)
         try:
             obj.arrivals[:] = np.asarray(snap["arrivals"], dtype=np.int64)
             obj.sums[:] = np.asarray(snap["sums"], dtype=np.float64)
@@ -132,18 +155,22 @@ def build_model(
     score_fn: Callable[[int, int], FloatArray],
     tuple_cost: float,
     previous_orders: IntArray | None = None,
+    indexed: bool = False,
+    window_cost: float = 1.0,
 ) -> tuple[HarvestModel, list[list[FloatArray]]]:
     """The §IV-C model for this step and the raw scores p^k_{i,j} (for the rankings).
 
     S_l = λ_l·w_l; ``selectivity`` = (first-position σ, later-position σ) from
-    :meth:`OnlineStats.selectivity`; orders from :func:`stable_orders` on the first.
+    :meth:`OnlineStats.selectivity`; orders from :func:`stable_orders` on the first;
+    ``indexed``/``window_cost``: the indexed cost model (ours, see costmodel).
     """
     m = len(windows_ms)
     first, deep = selectivity
     orders = stable_orders(first, previous_orders)
     scores = [[score_fn(i, int(orders[i, j])) for j in range(m - 1)] for i in range(m)]
     seg = rates * np.asarray(windows_ms, dtype=np.float64) / 1000.0
-    model = HarvestModel.build(rates, seg, first, scores, orders, tuple_cost, deep)
+    model = HarvestModel.build(rates, seg, first, scores, orders, tuple_cost, deep,
+                               indexed=indexed, window_cost=window_cost)
     return model, scores
 
 
@@ -204,3 +231,12 @@ def shred_plan(direction: int, n_windows: tuple[int, ...], z: float,
     windows: tuple[tuple[int, ...] | None, ...] = (
         (None if count == n_first else first),) + (None,) * (len(order) - 1)
     return ProbePlan(order=order, windows=windows, feedback=True)
+
+
+def scanned_fractions(plan: ProbePlan, n_windows: tuple[int, ...]) -> tuple[float, ...]:
+    """Share of each position's window a plan scans (None = all of it); for the
+    per-window selectivity estimator of :class:`OnlineStats` (ours)."""
+    order = plan.order or ()
+    wins = plan.windows or (None,) * len(order)
+    return tuple(1.0 if w is None else len(w) / n_windows[l]
+                 for l, w in zip(order, wins, strict=True))
