@@ -105,6 +105,7 @@ class MWayJoin:
         self.sel_trials = np.zeros((m, m), dtype=np.float64)
         self.probes = np.zeros(m, dtype=np.int64)
         self._orders: dict[int, tuple[int, ...]] = {}  # default_order cache
+        self._sel_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
 
     # ------------------------------------------------------------------ Alg. 2
     def process(
@@ -172,14 +173,25 @@ class MWayJoin:
         return prod
 
     # ------------------------------------------------------------------ probe
-    def _selection(self, l: int, plan: ProbePlan | None, pos: int) -> NDArray[np.bool_] | None:
+    def _selection(self, l: int, plan: ProbePlan | None, pos: int
+                   ) -> tuple[NDArray[np.bool_], tuple[int, ...]] | None:
+        """(table of the chosen logical windows, chosen) of a position; None = all."""
         if plan is None or plan.windows is None or plan.windows[pos] is None:
             return None
         n = self.config.n_basic(l)
-        table = np.zeros(n, dtype=bool)
-        chosen = [k for k in plan.windows[pos] or () if 0 <= k < n]
-        table[chosen] = True
-        return None if table.all() else table
+        wanted = plan.windows[pos]
+        assert wanted is not None
+        key = (n, wanted)
+        hit = self._sel_cache.get(key)
+        if hit is None:
+            table = np.zeros(n, dtype=bool)
+            chosen = tuple(k for k in wanted if 0 <= k < n)
+            table[list(chosen)] = True
+            hit = None if table.all() else (table, chosen)
+            if len(self._sel_cache) > 256:  # plans change every Δ; keep the cache small
+                self._sel_cache.clear()
+            self._sel_cache[key] = hit
+        return hit
 
     def probe(
         self, stream: int, ts: int, seq: int, enc: Any, plan: ProbePlan | None = None
@@ -208,7 +220,8 @@ class MWayJoin:
         entering: list[int] = []
         for pos, l in enumerate(order):
             entering.append(k)
-            sel = self._selection(l, plan, pos)
+            selection = self._selection(l, plan, pos)
+            sel = None if selection is None else selection[0]
             n_l = cfg.n_basic(l)
             last = pos == len(order) - 1
             idx_chunks: list[I64] = []
@@ -218,10 +231,10 @@ class MWayJoin:
             scanned_here = 0
             win = self.windows[l]
             lo = ts - cfg.windows[l]
-            if use_index or not dense:
+            if selection is not None:  # harvesting: only the basic windows it selects
+                parts = win.logical_parts(ts, lo, selection[1], n_l)
+            elif use_index or not dense:
                 parts = win.in_range(lo)
-            elif sel is not None:  # harvesting: only the basic windows it selects
-                parts = _selected(win.in_range(lo), sel, ts, b, n_l)
             else:
                 parts = win.merged_in_range(lo)
             for bw, rows in parts:
@@ -369,16 +382,3 @@ class MWayJoin:
             raise OperatorStateError(f"cannot restore join snapshot: {exc!r}") from exc
         return join
 
-
-def _selected(parts: list[tuple[Any, I64 | None]], sel: NDArray[np.bool_], ts: int, b: int,
-              n: int) -> list[tuple[Any, I64 | None]]:
-    """The stored basic windows overlapping a selected *logical* basic window of a probe
-    at ``ts`` (logical window v holds ts − t in [v·b, (v+1)·b), the last one open-ended),
-    tested on each stored window's min/max ts without touching its rows."""
-    out = []
-    for bw, rows in parts:
-        first = min((ts - bw.max_ts) // b, n - 1)
-        last = min((ts - bw.min_ts) // b, n - 1)
-        if sel[max(0, first) : last + 1].any():
-            out.append((bw, rows))
-    return out

@@ -181,6 +181,30 @@ class StreamWindow:
                 out.append((bw, np.flatnonzero(bw.ts.view() >= lo)))
         return out
 
+    def logical_parts(self, ts: int, lo: int, chosen: tuple[int, ...], n: int
+                      ) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
+        """Like :meth:`in_range`, restricted to the stored basic windows that overlap the
+        *logical* basic windows ``chosen`` of a probe at ``ts`` (GrubJoin §IV: logical
+        window v holds ts − t in [v·b, (v+1)·b), the last one, n − 1, everything older).
+        Found by id arithmetic — O(|chosen|), not O(n) — in id order; the caller still
+        filters rows by their own logical window."""
+        b = self.b
+        bids: set[int] = set()
+        first = lo // b
+        for v in chosen:
+            if not 0 <= v < n:
+                continue
+            hi_bid = (ts - v * b) // b
+            lo_bid = first if v == n - 1 else (ts - (v + 1) * b + 1) // b
+            bids.update(range(max(lo_bid, first), hi_bid + 1))
+        out: list[tuple[BasicWindow, NDArray[np.int64] | None]] = []
+        for bid in sorted(bids):
+            bw = self.bws.get(bid)
+            if bw is None or bw.max_ts < lo:
+                continue
+            out.append((bw, None if bw.min_ts >= lo else np.flatnonzero(bw.ts.view() >= lo)))
+        return out
+
     def count_from(self, lo: int) -> int:
         """Number of stored tuples with ts ≥ lo (|S_j[W_j]| for the productivity profiler)."""
         total = 0

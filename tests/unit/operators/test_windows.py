@@ -1,0 +1,46 @@
+"""StreamWindow's stored basic windows against brute-force definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.operators.predicates import build_predicate
+from pipeline.operators.windows import StreamWindow
+
+
+def _window(ts_list: list[int], b: int) -> StreamWindow:
+    pred = build_predicate("band", attribute="value", epsilon=1.0)
+    win = StreamWindow(10 * b, b, pred)
+    for seq, t in enumerate(ts_list):
+        win.insert(t, seq, pred.encode({"value": float(seq)}))
+    return win
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ts_list=st.lists(st.integers(0, 400), min_size=1, max_size=60),
+    b=st.sampled_from([7, 10, 25]),
+    n=st.integers(1, 12),
+    chosen=st.lists(st.integers(-1, 13), max_size=5),
+    probe_at=st.integers(0, 200),
+    span=st.integers(0, 400),
+)
+def test_logical_parts_hold_exactly_the_chosen_logical_windows(
+    ts_list: list[int], b: int, n: int, chosen: list[int], probe_at: int, span: int
+) -> None:
+    win = _window(ts_list, b)
+    ts = max(ts_list) + probe_at
+    lo = ts - span
+    picked = set()
+    for bw, rows in win.logical_parts(ts, lo, tuple(chosen), n):
+        idx = np.arange(len(bw)) if rows is None else rows
+        t = bw.ts.view()[idx]
+        assert (t >= lo).all()
+        lbw = np.minimum((ts - t) // b, n - 1)
+        picked |= {int(q) for q, v in zip(bw.seq.view()[idx], lbw, strict=True)
+                   if int(v) in chosen}
+    want = {seq for seq, t in enumerate(ts_list)
+            if t >= lo and min((ts - t) // b, n - 1) in chosen}
+    assert picked == want
