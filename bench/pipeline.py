@@ -186,10 +186,11 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     sensor = sensor_spec("off")
     warm_s = max(sensor.join.windows) / 1000.0
     samples = {r: generate(WorkloadSpec(
-        "sensors", streams=3, rates=(r,), duration_s=warm_s + 20.0, lags_s=(0, 5, 15),
+        "sensors", streams=3, rates=(r,), duration_s=warm_s + 15.0, lags_s=(0, 5, 15),
         kappas=(2, 2, 50), disorder=(parse_model(SENSOR_DISORDER),), seed=11))
-        for r in (60.0, 180.0)}
-    cap = measure_capacity(sensor, samples, 20.0, speedup=speedup, warm_seconds=warm_s)
+        for r in (150.0, 450.0)}
+    cap = measure_capacity(sensor, samples, 15.0, speedup=speedup, warm_seconds=warm_s,
+                           repeats=2)
     print(f"capacity: {cap.describe()}", flush=True)
     workdir = settings.cache_dir / "bench-pipeline"
     workdir.mkdir(parents=True, exist_ok=True)

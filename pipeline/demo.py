@@ -45,8 +45,8 @@ class DemoConfig:
     """What the demo runs (frozen; the CLI builds it)."""
 
     spec_path: Path = DEMO_SPEC
-    duration_s: float = 120.0
-    speedup: float = 8.0
+    duration_s: float = 150.0
+    speedup: float = 1.0
     load: float = 2.0
     rate: float | None = None  # tuples/s per stream; None = load × measured capacity
     lags_s: tuple[float, ...] = (0.0, 5.0, 15.0)
@@ -54,9 +54,9 @@ class DemoConfig:
     disorder: str = "zipf:max=3000,skew=2"
     seed: int = 7
     master: str = "local[2]"
-    sample_rate: float = 50.0
-    sample_seconds: float = 20.0
-    max_rate: float = 200.0
+    sample_rate: float = 150.0
+    sample_seconds: float = 15.0
+    max_rate: float = 2000.0
     out_dir: Path | None = None
     job_timeout_s: float = 420.0
     idle_s: float = 12.0
@@ -121,7 +121,7 @@ def calibrate(cfg: DemoConfig, spec: Spec) -> Capacity:
     samples = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
                for r in (cfg.sample_rate, 3.0 * cfg.sample_rate)}
     return measure_capacity(spec, samples, cfg.sample_seconds, speedup=cfg.speedup,
-                            warm_seconds=warm_s)
+                            warm_seconds=warm_s, repeats=2)
 
 
 def _read_topic(settings: Settings, topic: str) -> list[Consumed]:

@@ -9,6 +9,12 @@ from pathlib import Path
 from pipeline.cli.args import float_list, non_negative_int, positive_float
 from pipeline.config import Settings
 
+#: the defaults of :class:`pipeline.demo.DemoConfig` (kept equal by a unit test; the demo
+#: module is imported only when the command runs)
+DEFAULT_DURATION_S = 150.0
+DEFAULT_SPEEDUP = 1.0
+DEFAULT_MAX_RATE = 2000.0
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `demo` subcommand."""
@@ -19,16 +25,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "measured full-join capacity, quality-driven K and GrubJoin shedding in Spark; "
         "prints recall/precision vs the oracle, z and K over time, and writes a figure.",
     )
-    p.add_argument("--duration", type=positive_float, default=120.0,
-                   help="seconds of stream time (default 120)")
-    p.add_argument("--speedup", type=positive_float, default=8.0,
-                   help="replay speed: X × real time (default 8)")
+    p.add_argument("--duration", type=positive_float, default=DEFAULT_DURATION_S,
+                   help=f"seconds of stream time (default {DEFAULT_DURATION_S:g})")
+    p.add_argument("--speedup", type=positive_float, default=DEFAULT_SPEEDUP,
+                   help=f"replay speed: X × real time (default {DEFAULT_SPEEDUP:g})")
     p.add_argument("--load", type=positive_float, default=2.0,
                    help="input rate as a multiple of the measured full-join capacity (2)")
     p.add_argument("--rate", type=positive_float, default=None,
                    help="tuples/s per stream (skips the capacity measurement)")
-    p.add_argument("--max-rate", type=positive_float, default=200.0,
-                   help="upper bound on the derived rate, tuples/s per stream (200)")
+    p.add_argument("--max-rate", type=positive_float, default=DEFAULT_MAX_RATE,
+                   help="upper bound on the derived rate, tuples/s per stream "
+                   f"({DEFAULT_MAX_RATE:g})")
     p.add_argument("--disorder", default="zipf:max=3000,skew=2",
                    help="delay model (see `harvest produce --help`)")
     p.add_argument("--lags", type=float_list(), default=[0.0, 5.0, 15.0],

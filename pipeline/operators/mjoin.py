@@ -209,6 +209,11 @@ class MWayJoin:
                 cost += self._sample_selectivity(stream, ts, p_side[stream])
             self.probes[stream] += 1
         order = self._order(stream, plan)
+        if plan is not None and plan.windows is not None and plan.windows[0] == ():
+            # harvesting scans no window of the first partner: nothing can match (fast path)
+            empty = np.zeros((0, cfg.m), np.int64)
+            fb = self._feedback(stream, ts, order, plan, {}, [0], 0, 0, [1])
+            return JoinOutput(Outcome.PROBED, empty, empty, 0, fb, 0)
         use_index = cfg.index and getattr(pred, "kind", None) in ("band", "equi")
         dense = isinstance(pred, DensePredicate)
         if use_index:
@@ -241,7 +246,7 @@ class MWayJoin:
                 if use_index and bw.misses(v_lo, v_hi):
                     scanned_here += 1  # one index lookup, nothing in range
                     continue
-                if sel is not None:
+                if sel is not None and not _covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
                     all_ts = bw.ts.view() if rows is None else bw.ts.view()[rows]
                     lbw = np.minimum((ts - all_ts) // b, n_l - 1)
                     keep = sel[lbw]
@@ -382,3 +387,11 @@ class MWayJoin:
             raise OperatorStateError(f"cannot restore join snapshot: {exc!r}") from exc
         return join
 
+
+def _covered(sel: NDArray[np.bool_], ts: int, min_ts: int, max_ts: int, b: int,
+             n: int) -> bool:
+    """Whether every logical basic window a stored one spans (ts − t for t in
+    [min_ts, max_ts]) is selected, so its rows need no per-row filter."""
+    first = min((ts - max_ts) // b, n - 1)
+    last = min((ts - min_ts) // b, n - 1)
+    return first >= 0 and bool(sel[first : last + 1].all())

@@ -30,3 +30,12 @@ def test_bad_arguments_exit_2(argv: list[str], needle: str,
 def test_missing_spec_file_exits_2(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--spec", "/nonexistent/demo.toml", "--rate", "10"]) == 2
     assert "/nonexistent/demo.toml" in capsys.readouterr().err
+
+
+def test_cli_defaults_are_the_demo_config_defaults() -> None:
+    from pipeline.cli import demo_cmd
+    from pipeline.demo import DemoConfig
+
+    cfg = DemoConfig()
+    assert (cfg.duration_s, cfg.speedup, cfg.max_rate) \
+        == (demo_cmd.DEFAULT_DURATION_S, demo_cmd.DEFAULT_SPEEDUP, demo_cmd.DEFAULT_MAX_RATE)
