@@ -107,6 +107,8 @@ class SheddingSpec(BaseModel):
     learn: bool = True
     seed: int = Field(default=0, ge=0)
     tuple_cost: float = Field(default=1.0, ge=0.0)
+    #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
+    probe_cost: float = Field(default=0.0, ge=0.0)
     utilization: float = Field(default=0.8, gt=0.0, le=1.0)
 
     def with_budget(self, budget: Literal["virtual", "wall"] | None = None) -> SheddingSpec:

@@ -157,7 +157,7 @@ def direction_front(arr: ModelArrays, i: int, thin_eps: float = 0.0,
         rows = np.concatenate([k[ki][:, None], rows[si]], axis=1)
         c, o = nc[keep], no[keep]
     lam = float(arr.lam[i])
-    c = np.concatenate(([0.0], lam * c))
+    c = np.concatenate(([0.0], lam * (c + arr.probe_cost)))  # every DP row probes
     o = np.concatenate(([0.0], lam * o))
     rows = np.concatenate([np.zeros((1, mm), dtype=np.int64), rows], axis=0)
     keep = _front_sorted(c, o)

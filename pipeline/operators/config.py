@@ -57,5 +57,9 @@ class EngineConfig:
     def tuple_cost(self) -> float:
         return self.shedding.tuple_cost
 
+    @property
+    def probe_cost(self) -> float:
+        return self.shedding.probe_cost
+
     def join_config(self) -> JoinConfig:
         return JoinConfig(self.windows, self.basic_window_ms, self.predicate, self.index)

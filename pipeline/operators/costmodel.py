@@ -10,6 +10,10 @@ factor of scanning k windows is P_{i,j}(k) = Σ_{v≤k} p^{s^v}_{i,j} / Σ_v p^v
     C_i = Σ_j z_{i,j} S_{i,j} N_{i,j},   C = Σ_i λ_i (C_i + c_t)           (cost, per second)
     O = Σ_i λ_i N_{i,m}                                                  (outputs per second)
 
+``c_p`` (``probe_cost``, ours, default 0 as in the paper) is a fixed cost of every tuple
+whose direction probes at all (k_{i,·} > 0): the per-probe bookkeeping of a real join,
+which no harvest fraction shrinks — so a direction scanning one window is not nearly
+free. It is added to C_i of every non-zero row, by every solver.
 ``c_t`` is a fixed per-tuple cost (insertion, expiry, bookkeeping) that the paper leaves
 out "for brevity"; it is the same for every configuration, so it only shifts C.
 Directions are independent in both C and O, which the solvers exploit.
@@ -92,7 +96,8 @@ class HarvestModel:
     partial results a window extends; None = the same as ``selectivity``);
     orders: R_i (m×(m−1) stream indices); n_windows: n_l per stream;
     yields: P tables, ``yields[i][j]`` of length n_{r_{i,j}} + 1; tuple_cost: c_t;
-    indexed / window_cost: the indexed cost model and its c_w (ours, module docstring).
+    indexed / window_cost: the indexed cost model and its c_w (ours, module docstring);
+    probe_cost: c_p per probing tuple (ours, module docstring).
     """
 
     rates: tuple[float, ...]
@@ -105,6 +110,7 @@ class HarvestModel:
     deep_selectivity: tuple[tuple[float, ...], ...] | None = None
     indexed: bool = False
     window_cost: float = 1.0
+    probe_cost: float = 0.0
 
     @staticmethod
     def build(
@@ -117,6 +123,7 @@ class HarvestModel:
         deep_selectivity: FloatArray | None = None,
         indexed: bool = False,
         window_cost: float = 1.0,
+        probe_cost: float = 0.0,
     ) -> HarvestModel:
         """Validate and freeze; ``scores[i][j]`` is p^k_{i,j}, k = 1..n_{r_{i,j}}."""
         lam = np.asarray(rates, dtype=np.float64)
@@ -126,6 +133,8 @@ class HarvestModel:
             raise ConfigError(f"selectivity: expected a {m}x{m} matrix, got shape {sel.shape}")
         if window_cost < 0:
             raise ConfigError(f"window_cost: must be >= 0, got {window_cost}")
+        if probe_cost < 0:
+            raise ConfigError(f"probe_cost: must be >= 0, got {probe_cost}")
         if np.any(lam < 0) or np.any(sel < 0):
             raise ConfigError(f"rates/selectivity: must be >= 0, got {lam} / {sel}")
         order = join_orders(sel) if orders is None else np.asarray(orders, dtype=np.int64)
@@ -157,6 +166,7 @@ class HarvestModel:
                 tuple(float(v) for v in r) for r in np.asarray(deep_selectivity)),
             indexed=bool(indexed),
             window_cost=float(window_cost),
+            probe_cost=float(probe_cost),
         )
 
     @property
@@ -198,6 +208,7 @@ class ModelArrays:
     tuple_cost: float
     indexed: bool = False
     window_cost: float = 1.0
+    probe_cost: float = 0.0
 
     @staticmethod
     def of(model: HarvestModel) -> ModelArrays:
@@ -226,18 +237,20 @@ class ModelArrays:
             tuple_cost=model.tuple_cost,
             indexed=model.indexed,
             window_cost=model.window_cost,
+            probe_cost=model.probe_cost,
         )
 
     def _cost(self, k: IntArray, factor: FloatArray, n_before: FloatArray, seg: FloatArray,
               nmax: IntArray) -> FloatArray:
         """Σ_j cost of position j: z_j S_j N_j (GrubJoin §IV-C), or the indexed form
         c_w ρ_j t(k_j) + N_j a_j (ours, module docstring; ``factor`` = a_j); last axis j."""
+        probing = self.probe_cost * (k > 0).any(axis=-1)  # c_p per probing tuple (ours)
         if not self.indexed:
-            return (k / nmax * seg * n_before).sum(axis=-1)
+            return (k / nmax * seg * n_before).sum(axis=-1) + probing
         reach = np.concatenate(
             [np.ones_like(n_before[..., :1]), -np.expm1(-n_before[..., 1:])], axis=-1)
         touched = np.where(k > 0, k + 1, 0)
-        return (self.window_cost * reach * touched + n_before * factor).sum(axis=-1)
+        return (self.window_cost * reach * touched + n_before * factor).sum(axis=-1) + probing
 
     def direction_terms(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
         """Per-direction (λ_i C_i, λ_i N_{i,m}) for counts of shape (..., m, m−1)."""

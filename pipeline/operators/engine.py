@@ -193,7 +193,7 @@ class Engine:
             else:
                 stats.discarded += 1
             self.slack.observe_join(ev.stream, ev.ts, delay, 0, 0, True)
-        cost = res.cost + self.config.tuple_cost
+        cost = res.cost + self.config.tuple_cost + (self.config.probe_cost if res.cost else 0.0)
         self.shedder.charge(cost, self.clock)
         stats.comparisons += res.cost
         stats.checks += res.checks

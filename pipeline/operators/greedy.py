@@ -66,6 +66,7 @@ class _Rows:
         self.zs = [[(np.arange(arr.ytab.shape[2]) * (arr.seg[i, j] / arr.nmax[i, j])).tolist()
                     for j in range(m - 1)] for i in range(m)]
         self.fixed = float(arr.lam.sum()) * arr.tuple_cost
+        self.probe_cost = arr.probe_cost
         self.indexed = arr.indexed
         if arr.indexed:  # indexed cost (ours, costmodel docstring)
             kk = np.arange(arr.ytab.shape[2])
@@ -87,6 +88,8 @@ class _Rows:
                 c += zs[j][k] * n
                 n *= pa[j][k]
         lam = self.lam[i]
+        if self.probe_cost and any(row):
+            c += self.probe_cost
         return lam * c, lam * n
 
     def full_cost(self) -> float:

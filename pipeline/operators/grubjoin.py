@@ -179,7 +179,8 @@ class GrubJoinShedder:
             seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0
             model, scores = build_model(rates, self.config.windows,
                                         self.stats.selectivity(seg), score_fn,
-                                        sh.tuple_cost, previous, indexed=self.indexed)
+                                        sh.tuple_cost, previous, indexed=self.indexed,
+                                        probe_cost=sh.probe_cost)
             self.z_model = self._model_fraction(model, z, z_old)
             counts = configure(model, self.z_model, sh.heuristic)
             self.share = 1.0

@@ -157,12 +157,14 @@ def build_model(
     previous_orders: IntArray | None = None,
     indexed: bool = False,
     window_cost: float = 1.0,
+    probe_cost: float = 0.0,
 ) -> tuple[HarvestModel, list[list[FloatArray]]]:
     """The §IV-C model for this step and the raw scores p^k_{i,j} (for the rankings).
 
     S_l = λ_l·w_l; ``selectivity`` = (first-position σ, later-position σ) from
     :meth:`OnlineStats.selectivity`; orders from :func:`stable_orders` on the first;
-    ``indexed``/``window_cost``: the indexed cost model (ours, see costmodel).
+    ``indexed``/``window_cost``: the indexed cost model; ``probe_cost``: c_p per probing
+    tuple (both ours, see costmodel).
     """
     m = len(windows_ms)
     first, deep = selectivity
@@ -170,7 +172,8 @@ def build_model(
     scores = [[score_fn(i, int(orders[i, j])) for j in range(m - 1)] for i in range(m)]
     seg = rates * np.asarray(windows_ms, dtype=np.float64) / 1000.0
     model = HarvestModel.build(rates, seg, first, scores, orders, tuple_cost, deep,
-                               indexed=indexed, window_cost=window_cost)
+                               indexed=indexed, window_cost=window_cost,
+                               probe_cost=probe_cost)
     return model, scores
 
 

@@ -48,7 +48,7 @@ def thinned_cost(model: HarvestModel, keep: FloatArray) -> float:
     factor = arr.sel * arr.seg * xs
     n_part = np.cumprod(factor, axis=-1)
     n_before = np.concatenate([np.ones_like(n_part[:, :1]), n_part[:, :-1]], axis=-1)
-    per_tuple = arr.tuple_cost + (xs * arr.seg * n_before).sum(axis=-1)
+    per_tuple = arr.tuple_cost + arr.probe_cost + (xs * arr.seg * n_before).sum(axis=-1)
     return float((x * arr.lam * per_tuple).sum())
 
 
@@ -157,7 +157,7 @@ class RandomDropShedder:
         if rates.sum() > 0:
             # full scans only: one "basic window" per window is all the model needs
             model, _ = build_model(rates, self.config.windows, self.stats.selectivity(),
-                                   _whole_window, sh.tuple_cost)
+                                   _whole_window, sh.tuple_cost, probe_cost=sh.probe_cost)
             self.keep = keep_probabilities(model, z)
         self.stats.age()
         drops, self.random_drops = self.random_drops, 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -18,6 +19,7 @@ from pipeline.operators.bruteforce import (
     pareto_dp,
 )
 from pipeline.operators.costmodel import HarvestModel
+from pipeline.operators.greedy import greedy_double_sided
 from tests.unit.operators.harvest_models import random_model
 from tests.unit.operators.test_costmodel import loop_model
 
@@ -116,3 +118,27 @@ def test_thinned_pareto_dp_is_feasible_and_near_exact(seed: int, z: float) -> No
     assert model.evaluate(counts)[0] <= z * model.full_cost() * (1 + 1e-9)
     assert out >= want / 1.01 ** 8 - 1e-12
     assert out <= want * (1 + 1e-9) + 1e-12
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), probe=st.sampled_from([0.0, 5.0, 200.0]),
+       z=st.sampled_from([0.05, 0.2, 0.5, 0.9]))
+def test_probe_cost_is_priced_alike_by_every_solver(seed: int, probe: float, z: float) -> None:
+    """c_p per probing tuple (ours): the Pareto DP and greedy agree with full enumeration,
+    and a direction that probes at all pays c_p."""
+    base = random_model(seed, 3, 4)
+    model = dataclasses.replace(base, probe_cost=probe)
+    arr = model.arrays()
+    one = np.zeros((3, 2), dtype=np.int64)
+    one[0] = [1, 1]
+    c_base, _ = base.arrays().direction_terms(one)
+    c_probe, _ = arr.direction_terms(one)
+    assert c_probe[0] == pytest.approx(c_base[0] + model.rates[0] * probe)
+    assert c_probe[1] == c_base[1] == 0.0
+    _, best = exhaustive(model, z)
+    counts, o_dp = pareto_dp(model, z)
+    assert o_dp == pytest.approx(best, rel=1e-6, abs=1e-9)
+    cost, _ = model.evaluate(counts)
+    assert cost <= z * model.full_cost() * (1 + 1e-9)
+    g = greedy_double_sided(model, z)
+    assert model.evaluate(g)[0] <= z * model.full_cost() * (1 + 1e-9)
