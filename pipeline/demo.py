@@ -150,11 +150,13 @@ def _watch(step: Steps, producer: Child, job: Child, every_s: float = 10.0) -> N
 
 def _wait_for_query(job: Child, checkpoint: Path, timeout_s: float) -> None:
     """Block until the streaming query has initialized its Kafka source (it writes the
-    source's start offsets to ``<checkpoint>/sources/0/0``), so input published from now
-    on is read as it arrives instead of as one backlog batch."""
+    source's start offsets to ``<checkpoint>/sources/0/0``) and finished its first
+    micro-batch (query planning, Python workers: tens of seconds), so input published
+    from now on is read as it arrives instead of as one backlog batch."""
     deadline = time.monotonic() + timeout_s
     marker = checkpoint / "sources" / "0" / "0"
-    while not marker.exists():
+    while not marker.exists() or not any(
+            int(e.get("batches", 0)) >= 1 for e in job.events("job progress")):
         if not job.running():
             raise InfraError(f"the Spark job exited during start-up; log tail:\n{job.tail()}")
         if time.monotonic() > deadline:
