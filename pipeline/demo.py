@@ -59,7 +59,9 @@ class DemoConfig:
     max_rate: float = 2000.0
     out_dir: Path | None = None
     job_timeout_s: float = 420.0
-    idle_s: float = 12.0
+    #: --until-idle of the job: it also covers the wait for its first micro-batch, before
+    #: any input is published (see _wait_for_query)
+    idle_s: float = 40.0
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
