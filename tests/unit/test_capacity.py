@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.capacity import capacity_from_fit, fit_cost, measure_capacity
+from pipeline.capacity import capacity_from_fit, fit_cost, measure_capacity, time_full_join
 from pipeline.errors import ConfigError
 from pipeline.oracle import oracle
 from tests.unit.operators.streams import make_dump, make_spec
@@ -93,3 +93,12 @@ def test_warm_up_tuples_are_inserted_not_timed() -> None:
                  if r.result_time >= warm_s * 1000}
     # every result completed by a timed tuple is found (windows were pre-filled)
     assert cap.results == 2 * len(timed_ids)
+
+
+def test_repeats_keep_the_fastest_run() -> None:
+    spec = make_spec(2, "band", [300, 300])
+    dump = make_dump(6, 2, 30, max_gap=20, max_delay=0)
+    ticks: Iterator[float] = iter([0.0, 3.0, 10.0, 12.0, 20.0, 24.0])  # 3 s, 2 s, 4 s
+    wall, results = time_full_join(spec, dump, 0.0, clock=lambda: next(ticks), repeats=3)
+    assert wall == 2.0
+    assert results == len(oracle(spec.join, dump))
