@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.cli.main import main
+from tests.unit.cli.exits import exit_2_stderr
 
 
 @pytest.mark.parametrize(
@@ -21,10 +22,7 @@ from pipeline.cli.main import main
 )
 def test_bad_arguments_exit_2(argv: list[str], needle: str,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    assert needle in capsys.readouterr().err
+    assert needle in exit_2_stderr(argv, capsys)
 
 
 def test_missing_spec_file_exits_2(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:

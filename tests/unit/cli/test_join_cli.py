@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
+from tests.unit.cli.exits import exit_2_stderr
 from tests.unit.operators.streams import make_dump
 
 SPEC = """
@@ -39,6 +40,12 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 def _read(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _evaluate(d: Path, results: str, *extra: str) -> int:
+    """`harvest evaluate` of ``d/results`` against the oracle's ``d/true.jsonl``."""
+    return main(["evaluate", "--truth", str(d / "true.jsonl"), "--results", str(d / results),
+                 *extra])
 
 
 def test_join_oracle_evaluate(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,19 +97,7 @@ def test_join_oracle_evaluate(files: dict[str, Path], capsys: pytest.CaptureFixt
     assert metrics and all(m["k_ms"] == 200 for m in metrics)
     capsys.readouterr()
 
-    assert (
-        main(
-            [
-                "evaluate",
-                "--truth",
-                str(d / "true.jsonl"),
-                "--results",
-                str(d / "exact.jsonl"),
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert _evaluate(d, "exact.jsonl", "--json") == 0
     q = json.loads(capsys.readouterr().out)
     assert q["recall"] == 1.0 and q["precision"] == 1.0
 
@@ -122,38 +117,11 @@ def test_join_oracle_evaluate(files: dict[str, Path], capsys: pytest.CaptureFixt
         == 0
     )
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "evaluate",
-                "--truth",
-                str(d / "true.jsonl"),
-                "--results",
-                str(d / "none.jsonl"),
-                "--period-ms",
-                "1000",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert _evaluate(d, "none.jsonl", "--period-ms", "1000", "--json") == 0
     q = json.loads(capsys.readouterr().out)
     assert q["recall"] < 1.0 and q["precision"] == 1.0
     assert sum(p["true"] for p in q["periods"]) == q["true"]
-    assert (
-        main(
-            [
-                "evaluate",
-                "--truth",
-                str(d / "true.jsonl"),
-                "--results",
-                str(d / "none.jsonl"),
-                "--period-ms",
-                "1000",
-            ]
-        )
-        == 0
-    )
+    assert _evaluate(d, "none.jsonl", "--period-ms", "1000") == 0
     assert "recall=" in capsys.readouterr().out
 
 
@@ -223,7 +191,5 @@ def test_bad_inputs(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) 
     )
     err = capsys.readouterr().err
     assert code == 1 and "line 4" in err and "'value'" in err
-    with pytest.raises(SystemExit) as exc:
-        main(["evaluate", "--truth", "a", "--results", "b", "--period-ms", "0"])
-    assert exc.value.code == 2
-    assert "--period-ms" in capsys.readouterr().err
+    assert "--period-ms" in exit_2_stderr(
+        ["evaluate", "--truth", "a", "--results", "b", "--period-ms", "0"], capsys)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
+from tests.unit.cli.exits import exit_2_stderr
 
 
 @pytest.fixture
@@ -57,7 +58,4 @@ def test_status_and_down_without_a_broker(
 def test_bad_arguments_exit_2_naming_the_value(
     empty_cache: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    assert needle in capsys.readouterr().err
+    assert needle in exit_2_stderr(argv, capsys)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
+from tests.unit.cli.exits import exit_2_stderr
 
 
 def test_status_when_not_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -31,10 +32,7 @@ def test_down_when_not_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 )
 def test_bad_arguments_exit_2(argv: list[str], needle: str,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    assert needle in capsys.readouterr().err
+    assert needle in exit_2_stderr(argv, capsys)
 
 
 def test_bad_memory_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

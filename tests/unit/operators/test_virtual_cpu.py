@@ -106,12 +106,18 @@ def test_snapshot_roundtrip_is_exact() -> None:
     assert decisions == want
 
 
-def test_wall_budget_uses_the_injected_clock() -> None:
+def charged_wall_budget() -> WallBudget:
+    """Speed-up 2, utilization 0.5; two tuples timed at 0.5 s and 0.25 s by the clock."""
     ticks = iter([0.0, 0.5, 1.0, 1.25])
     wb = WallBudget(WallBudgetConfig(speedup=2.0, utilization=0.5), clock=lambda: next(ticks))
     for now in (0, 100):
         assert wb.admit(now)
         wb.charge(10.0, now)
+    return wb
+
+
+def test_wall_budget_uses_the_injected_clock() -> None:
+    wb = charged_wall_budget()
     r = wb.measure(1000, 2000)  # 2 s of stream time / 2 × 0.5 = 0.5 s available
     assert r.beta == pytest.approx(0.5 / 0.75)
     assert r.dropped == 0 and r.pushed == 2
@@ -129,11 +135,7 @@ def test_wall_budget_uses_the_injected_clock() -> None:
 )
 def test_wall_budget_batch_overhead_and_lag(overhead: float, lag_ratio: float | None,
                                             beta: float) -> None:
-    ticks = iter([0.0, 0.5, 1.0, 1.25])
-    wb = WallBudget(WallBudgetConfig(speedup=2.0, utilization=0.5), clock=lambda: next(ticks))
-    for now in (0, 100):
-        assert wb.admit(now)
-        wb.charge(10.0, now)
+    wb = charged_wall_budget()
     assert wb.timed_total == pytest.approx(0.75)
     wb.observe_batch(overhead, lag_ratio)
     restored = WallBudget.from_snapshot(wb.config, wb.clock, wb.snapshot())

@@ -166,25 +166,32 @@ def test_job_budget_virtual_needs_a_capacity() -> None:
 
 
 class FakeWall:
-    """An injected wall clock: each reading advances 1 ms (the budget sees busy time)."""
+    """An injected wall clock starting at ``start`` seconds: each reading advances it by
+    ``step`` (1 ms: the budget sees busy time; 0: a stopped clock, no CPU time at all)."""
 
-    def __init__(self) -> None:
-        self.now = 0.0
+    def __init__(self, start: float = 0.0, step: float = 0.001) -> None:
+        self.now = start
+        self.step = step
 
     def __call__(self) -> float:
-        self.now += 0.001
+        self.now += self.step
         return self.now
 
 
-def test_grubjoin_wall_budget_metrics_survive_state_round_trips() -> None:
-    sp = parse_spec({
+def wall_budget_spec(speedup: float, trigger_ms: int = 1000) -> Spec:
+    """The 3-way band join with GrubJoin shedding on the wall budget."""
+    return parse_spec({
         "join": {"streams": list(STREAMS), "window_ms": 300, "predicate": "band",
                  "attribute": "value", "epsilon": 0.4},
         "disorder": {"mode": "fixed", "slack_ms": 400},
         "shedding": {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 500,
                      "budget": "wall"},
-        "job": {"budget": "wall", "speedup": 4.0},
+        "job": {"budget": "wall", "speedup": speedup, "trigger_ms": trigger_ms},
     })
+
+
+def test_grubjoin_wall_budget_metrics_survive_state_round_trips() -> None:
+    sp = wall_budget_spec(speedup=4.0)
     cfg = InstanceConfig.from_spec(sp, ATTRS)
     assert cfg.engine_config().shedding.budget == "wall"
     clock = FakeWall()
@@ -221,31 +228,13 @@ def test_metric_rates_are_per_second_of_stream_time() -> None:
     assert (later["rate_out"] >= 0).all()
 
 
-class StoppedWall:
-    """A wall clock that never advances: the CPU accounting alone sees no load."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.mark.parametrize(("age_s", "expect_cut"), [(0.1, False), (8.0, True)])
 def test_wall_budget_lag_guard_cuts_z_when_input_is_stale(age_s: float,
                                                          expect_cut: bool) -> None:
     """The freshest input's Kafka timestamp is ``age_s`` old when the batch ends; with a
     1 s trigger the lag target is 0.8 s, so 8 s of lag caps β at 0.1 (z ≤ 0.1)."""
-    sp = parse_spec({
-        "join": {"streams": list(STREAMS), "window_ms": 300, "predicate": "band",
-                 "attribute": "value", "epsilon": 0.4},
-        "disorder": {"mode": "fixed", "slack_ms": 400},
-        "shedding": {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 500,
-                     "budget": "wall"},
-        "job": {"budget": "wall", "speedup": 1.0, "trigger_ms": 1000},
-    })
-    cfg = InstanceConfig.from_spec(sp, ATTRS)
-    wall = StoppedWall(1_000_000.0)
+    cfg = InstanceConfig.from_spec(wall_budget_spec(speedup=1.0, trigger_ms=1000), ATTRS)
+    wall = FakeWall(start=1_000_000.0, step=0.0)  # stopped: the CPU accounting sees no load
     inst = JoinInstance(cfg, 0, wall)
     rows = records(5, n=600)
     z_after = []

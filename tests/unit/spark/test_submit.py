@@ -20,6 +20,7 @@ from pipeline.spark.submit import (
     job_config,
 )
 from pipeline.spec import Spec, parse_spec
+from tests.unit.cli.exits import exit_2_stderr
 
 
 def spec(**job: Any) -> Spec:
@@ -121,10 +122,7 @@ def test_java_client_options_for_sasl(tmp_path: Path) -> None:
 ])
 def test_bad_cli_values_exit_2_naming_the_flag(argv: list[str], needle: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    assert needle in capsys.readouterr().err
+    assert needle in exit_2_stderr(argv, capsys)
 
 
 def test_bad_spec_values_exit_2_naming_the_key(tmp_path: Path,
