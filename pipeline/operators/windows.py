@@ -171,15 +171,8 @@ class StreamWindow:
 
     def in_range(self, lo: int) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
         """Basic windows with tuples of ts ≥ lo, with row indices (None = all rows)."""
-        out: list[tuple[BasicWindow, NDArray[np.int64] | None]] = []
         first = bisect.bisect_left(self.bids, lo // self.b)
-        for bid in self.bids[first:]:
-            bw = self.bws[bid]
-            if bw.min_ts >= lo:
-                out.append((bw, None))
-            elif bw.max_ts >= lo:
-                out.append((bw, np.flatnonzero(bw.ts.view() >= lo)))
-        return out
+        return _parts_from(lo, [self.bws[bid] for bid in self.bids[first:]])
 
     def logical_parts(self, ts: int, lo: int, chosen: tuple[int, ...], n: int
                       ) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
@@ -197,13 +190,7 @@ class StreamWindow:
             hi_bid = (ts - v * b) // b
             lo_bid = first if v == n - 1 else (ts - (v + 1) * b + 1) // b
             bids.update(range(max(lo_bid, first), hi_bid + 1))
-        out: list[tuple[BasicWindow, NDArray[np.int64] | None]] = []
-        for bid in sorted(bids):
-            bw = self.bws.get(bid)
-            if bw is None or bw.max_ts < lo:
-                continue
-            out.append((bw, None if bw.min_ts >= lo else np.flatnonzero(bw.ts.view() >= lo)))
-        return out
+        return _parts_from(lo, [self.bws[bid] for bid in sorted(bids) if bid in self.bws])
 
     def count_from(self, lo: int) -> int:
         """Number of stored tuples with ts ≥ lo (|S_j[W_j]| for the productivity profiler)."""
@@ -226,3 +213,16 @@ class StreamWindow:
             bw = BasicWindow.from_snapshot(s, self.predicate)
             self.bids.append(bw.bid)
             self.bws[bw.bid] = bw
+
+
+def _parts_from(lo: int, bws: list[BasicWindow]
+                ) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
+    """The (basic window, rows with ts ≥ lo) pairs of ``bws`` that hold any such row;
+    rows = None when all of them do."""
+    out: list[tuple[BasicWindow, NDArray[np.int64] | None]] = []
+    for bw in bws:
+        if bw.min_ts >= lo:
+            out.append((bw, None))
+        elif bw.max_ts >= lo:
+            out.append((bw, np.flatnonzero(bw.ts.view() >= lo)))
+    return out
