@@ -31,8 +31,8 @@ from typing import Any
 
 from bench.common import new_figure, save_figure, write_json
 from bench.pipeline_measure import RunMeasure, measure, read_topic
-from pipeline.capacity import measure_capacity
 from pipeline.config import PROJECT_ROOT, Settings
+from pipeline.demo import DemoConfig, calibrate
 from pipeline.errors import InfraError
 from pipeline.logging import get_logger
 from pipeline.procs import Child
@@ -179,7 +179,6 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     """Benchmark entry point (see the module docstring)."""
     from connectors.broker import LocalKafka
     from connectors.broker_config import BrokerConfig
-    from connectors.workloads import WorkloadSpec, generate, parse_model
     from pipeline.spark.session import SessionConfig, build_session, connector_jars
 
     speedup = SPEEDUP
@@ -187,14 +186,10 @@ def run(quick: bool, results_dir: Path, settings: Settings) -> int:
     grace_s = 60.0 if quick else 120.0
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()
     settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
-    sensor = sensor_spec("off")
-    warm_s = max(sensor.join.windows) / 1000.0
-    samples = {r: generate(WorkloadSpec(
-        "sensors", streams=3, rates=(r,), duration_s=warm_s + 15.0, lags_s=(0, 5, 15),
-        kappas=(2, 2, 50), disorder=(parse_model(SENSOR_DISORDER),), seed=11))
-        for r in (150.0, 450.0)}
-    cap = measure_capacity(sensor, samples, 15.0, speedup=speedup, warm_seconds=warm_s,
-                           repeats=2)
+    # the demo's calibration (samples at 150 and 450 tuples/s, windows pre-filled) on this
+    # bench's spec and input seed
+    cap = calibrate(DemoConfig(speedup=speedup, disorder=SENSOR_DISORDER, seed=11),
+                    sensor_spec("off"))
     print(f"capacity: {cap.describe()}", flush=True)
     workdir = settings.cache_dir / "bench-pipeline"
     workdir.mkdir(parents=True, exist_ok=True)
