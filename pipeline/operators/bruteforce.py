@@ -68,7 +68,7 @@ def optimal(model: HarvestModel, z: float) -> tuple[IntArray, float]:
     arr = model.arrays()
     m = model.m
     budget = z * model.full_cost() * (1.0 + _REL)
-    fixed = float(arr.lam.sum()) * arr.tuple_cost
+    fixed = arr.fixed_cost()
     # merged front: cost, output, and per-front-member the chosen row index per direction
     f_cost = np.array([fixed])
     f_out = np.array([0.0])
@@ -209,7 +209,7 @@ def pareto_dp(model: HarvestModel, z: float, thin_eps: float = _THIN_EPS,
     _check(z)
     arr = model.arrays()
     m = model.m
-    fixed = float(arr.lam.sum()) * arr.tuple_cost
+    fixed = arr.fixed_cost()
     fronts = [direction_front(arr, i, thin_eps, thin_above) for i in range(m)]
     full = float(arr.evaluate(arr.nmax)[0])  # C(1), fixed per-tuple cost included
     budget = z * full * (1.0 + _REL) - fixed

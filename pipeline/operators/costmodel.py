@@ -186,6 +186,10 @@ class HarvestModel:
         """C and O for a batch of configurations ``counts`` of shape (..., m, m−1)."""
         return self.arrays().evaluate(counts)
 
+    def fixed_cost(self) -> float:
+        """Σ_i λ_i c_t: the part of C that no configuration changes."""
+        return float(np.sum(self.rates)) * self.tuple_cost
+
     def full_cost(self) -> float:
         """C(1): the cost of the full join (every z_{i,j} = 1)."""
         cost, _ = self.evaluate(self.max_counts())
@@ -275,8 +279,11 @@ class ModelArrays:
         cost = self._cost(k, factor, n_before, self.seg[i], self.nmax[i])
         return self.lam[i] * cost, self.lam[i] * n_part[..., -1]
 
+    def fixed_cost(self) -> float:
+        """Σ_i λ_i c_t (as :meth:`HarvestModel.fixed_cost`)."""
+        return float(self.lam.sum()) * self.tuple_cost
+
     def evaluate(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
         """Total C({z}) (including Σλ_i c_t) and O({z}) for a batch of configurations."""
         cost, out = self.direction_terms(counts)
-        fixed = float(self.lam.sum()) * self.tuple_cost
-        return cost.sum(axis=-1) + fixed, out.sum(axis=-1)
+        return cost.sum(axis=-1) + self.fixed_cost(), out.sum(axis=-1)

@@ -65,7 +65,7 @@ class _Rows:
                     for j in range(m - 1)] for i in range(m)]
         self.zs = [[(np.arange(arr.ytab.shape[2]) * (arr.seg[i, j] / arr.nmax[i, j])).tolist()
                     for j in range(m - 1)] for i in range(m)]
-        self.fixed = float(arr.lam.sum()) * arr.tuple_cost
+        self.fixed = arr.fixed_cost()
         self.probe_cost = arr.probe_cost
         self.indexed = arr.indexed
         if arr.indexed:  # indexed cost (ours, costmodel docstring)

@@ -78,8 +78,7 @@ def probe_share(model: HarvestModel, counts: np.ndarray, z: float) -> float:
     """Ours: the share q of the configured tuples that probe so that the expected cost
     fixed + q·(C(counts) − fixed) fits z·C(1) (1 when it fits already); the other
     tuples are only inserted into their window (probe sampling, not tuple dropping)."""
-    arr = model.arrays()
-    fixed = float(arr.lam.sum()) * arr.tuple_cost
+    fixed = model.fixed_cost()
     cost = float(model.evaluate(counts)[0]) - fixed
     budget = z * model.full_cost() - fixed
     if cost <= 0.0 or budget >= cost:
@@ -226,7 +225,7 @@ class GrubJoinShedder:
             return z
         rows = np.arange(model.m)[:, None]
         counts = np.minimum(self.in_force[rows, np.asarray(model.orders)], model.max_counts())
-        fixed = float(np.sum(model.rates)) * model.tuple_cost
+        fixed = model.fixed_cost()
         cost = fixed + self.share * (float(model.evaluate(counts)[0]) - fixed)
         return float(min(1.0, max(z, z / z_old * cost / full)))
 
