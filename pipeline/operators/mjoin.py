@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from pipeline.errors import ConfigError, OperatorStateError
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.predicates import DensePredicate, Predicate
-from pipeline.operators.windows import StreamWindow
+from pipeline.operators.windows import StreamWindow, logical_spans
 
 I64 = NDArray[np.int64]
 NEG_INF = -(2**62)
@@ -174,8 +174,10 @@ class MWayJoin:
 
     # ------------------------------------------------------------------ probe
     def _selection(self, l: int, plan: ProbePlan | None, pos: int
-                   ) -> tuple[NDArray[np.bool_], tuple[int, ...]] | None:
-        """(table of the chosen logical windows, chosen) of a position; None = all."""
+                   ) -> tuple[NDArray[np.bool_], tuple[int, ...], tuple[tuple[int, int], ...]
+                              ] | None:
+        """(table of the chosen logical windows, chosen, runs of consecutive chosen ones)
+        of a position; None = all."""
         if plan is None or plan.windows is None or plan.windows[pos] is None:
             return None
         n = self.config.n_basic(l)
@@ -187,7 +189,7 @@ class MWayJoin:
             table = np.zeros(n, dtype=bool)
             chosen = tuple(k for k in wanted if 0 <= k < n)
             table[list(chosen)] = True
-            hit = None if table.all() else (table, chosen)
+            hit = None if table.all() else (table, chosen, logical_spans(chosen, n))
             if len(self._sel_cache) > 256:  # plans change every Δ; keep the cache small
                 self._sel_cache.clear()
             self._sel_cache[key] = hit
@@ -236,7 +238,11 @@ class MWayJoin:
             scanned_here = 0
             win = self.windows[l]
             lo = ts - cfg.windows[l]
-            if selection is not None:  # harvesting: only the basic windows it selects
+            if selection is not None and not use_index:
+                # harvesting: exactly the rows of the chosen logical windows
+                parts = win.harvested_parts(ts, lo, selection[2], n_l)
+                sel = None
+            elif selection is not None:  # the basic windows it selects, filtered below
                 parts = win.logical_parts(ts, lo, selection[1], n_l)
             elif use_index or not dense:
                 parts = win.in_range(lo)

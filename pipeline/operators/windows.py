@@ -32,8 +32,8 @@ Store = DenseStore | SparseStore
 class BasicWindow:
     """Columns of the tuples of one basic window (unsorted within; min/max ts tracked)."""
 
-    __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "feats", "max_ts", "min_ts", "seq",
-                 "ts")
+    __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "feats", "max_ts", "min_ts",
+                 "ordered", "seq", "ts")
 
     def __init__(self, bid: int, feats: Store) -> None:
         self.bid = bid
@@ -42,6 +42,8 @@ class BasicWindow:
         self.feats = feats
         self.min_ts = np.iinfo(np.int64).max
         self.max_ts = np.iinfo(np.int64).min
+        #: rows were appended in ts order (in-order tuples are; a late one clears it)
+        self.ordered = True
         self._ix_n = 0  # rows covered by the sorted index
         self._ix_vals: NDArray[np.float64] = np.zeros(0)
         self._ix_rows: NDArray[np.int64] = np.zeros(0, np.int64)
@@ -81,8 +83,23 @@ class BasicWindow:
         self.feats.append(enc)
         if ts < self.min_ts:
             self.min_ts = ts
-        if ts > self.max_ts:
+        if ts >= self.max_ts:
             self.max_ts = ts
+        else:
+            self.ordered = False
+
+    def rows_between(self, t_lo: int, t_hi: int) -> NDArray[np.int64] | None:
+        """Ascending rows with t_lo ≤ ts ≤ t_hi (None = every row): a binary search
+        while the rows are in ts order, else one vectorized filter."""
+        if self.min_ts >= t_lo and self.max_ts <= t_hi:
+            return None
+        if self.max_ts < t_lo or self.min_ts > t_hi:
+            return _NO_ROWS
+        tsv = self.ts.view()
+        if self.ordered:
+            a, c = tsv.searchsorted((t_lo, t_hi + 1)).tolist()
+            return np.arange(a, c, dtype=np.int64)
+        return np.flatnonzero((tsv >= t_lo) & (tsv <= t_hi))
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -98,8 +115,10 @@ class BasicWindow:
         bw.ts = GrowableArray.from_array(np.asarray(snap["ts"], np.int64))
         bw.seq = GrowableArray.from_array(np.asarray(snap["seq"], np.int64))
         if len(bw.ts):
-            bw.min_ts = int(bw.ts.view().min())
-            bw.max_ts = int(bw.ts.view().max())
+            tsv = bw.ts.view()
+            bw.min_ts = int(tsv.min())
+            bw.max_ts = int(tsv.max())
+            bw.ordered = bool((tsv[1:] >= tsv[:-1]).all())
         return bw
 
 
@@ -114,7 +133,7 @@ class StreamWindow:
     it; an expiry or a late tuple drops it and it is rebuilt on the next probe.
     """
 
-    __slots__ = ("_merged", "b", "bids", "bws", "predicate", "window_ms")
+    __slots__ = ("_merged", "b", "bids", "bws", "predicate", "total", "window_ms")
 
     def __init__(self, window_ms: int, b: int, predicate: Predicate) -> None:
         self.window_ms = window_ms
@@ -123,6 +142,7 @@ class StreamWindow:
         self.bids: list[int] = []
         self.bws: dict[int, BasicWindow] = {}
         self._merged: BasicWindow | None = None
+        self.total = 0  # tuples held, kept by insert/expire/restore
 
     def insert(self, ts: int, seq: int, enc: Any) -> None:
         """Add a tuple to its basic window (created on demand, also for late tuples)."""
@@ -136,6 +156,7 @@ class StreamWindow:
             else:
                 bisect.insort(self.bids, bid)
         bw.add(ts, seq, enc)
+        self.total += 1
         if self._merged is not None:
             if bid == self.bids[-1]:  # keeps the merged rows in basic-window order
                 self._merged.add(ts, seq, enc)
@@ -145,7 +166,7 @@ class StreamWindow:
     def expire(self, lo: int) -> None:
         """Drop every basic window whose newest tuple is older than ``lo``."""
         while self.bids and self.bws[self.bids[0]].max_ts < lo:
-            del self.bws[self.bids.pop(0)]
+            self.total -= len(self.bws.pop(self.bids.pop(0)))
             self._merged = None
 
     def merged_in_range(self, lo: int) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
@@ -192,15 +213,56 @@ class StreamWindow:
             bids.update(range(max(lo_bid, first), hi_bid + 1))
         return _parts_from(lo, [self.bws[bid] for bid in sorted(bids) if bid in self.bws])
 
+    def harvested_parts(self, ts: int, lo: int, spans: tuple[tuple[int, int], ...], n: int
+                        ) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
+        """Like :meth:`logical_parts`, but each part's rows are exactly those in the chosen
+        logical windows: ``spans`` are runs (v_first, v_last) of consecutive chosen
+        logical windows, newest first (:func:`logical_spans`); run (v₁, v₂) holds
+        ts − t in [v₁·b, (v₂+1)·b), or everything older than v₁·b when v₂ = n − 1. Each
+        run is one ts range, found per stored basic window by binary search (rows are
+        mostly in ts order). Parts come in id order, rows ascending — the order of
+        :meth:`logical_parts` with its per-row filter."""
+        b = self.b
+        out: list[tuple[BasicWindow, NDArray[np.int64] | None]] = []
+        bids = self.bids
+        for v1, v2 in reversed(spans):
+            t_hi = ts - v1 * b
+            t_lo = lo if v2 >= n - 1 else max(lo, ts - (v2 + 1) * b + 1)
+            if t_lo > t_hi:
+                continue
+            last = t_hi // b
+            for k in range(bisect.bisect_left(bids, t_lo // b), len(bids)):
+                bid = bids[k]
+                if bid > last:
+                    break
+                bw = self.bws[bid]
+                rows = bw.rows_between(t_lo, t_hi)
+                if rows is None or rows.size:
+                    out.append((bw, rows))
+        return out
+
     def count_from(self, lo: int) -> int:
-        """Number of stored tuples with ts ≥ lo (|S_j[W_j]| for the productivity profiler)."""
-        total = 0
-        for bw, rows in self.in_range(lo):
-            total += len(bw) if rows is None else len(rows)
+        """Number of stored tuples with ts ≥ lo (|S_j[W_j]| for the productivity profiler
+        and the quality policy's n^×, once per probe): the running total minus the older
+        rows, which only basic windows with id ≤ lo // b can hold — O(1) amortized."""
+        total = self.total
+        bids = self.bids
+        if not bids or self.bws[bids[0]].min_ts >= lo:
+            return total
+        last = lo // self.b
+        for bid in bids:
+            if bid > last:
+                break
+            bw = self.bws[bid]
+            if bw.max_ts < lo:
+                total -= len(bw)
+            elif bw.min_ts < lo:
+                tsv = bw.ts.view()
+                total -= int(tsv.searchsorted(lo) if bw.ordered else np.count_nonzero(tsv < lo))
         return total
 
     def size(self) -> int:
-        return sum(len(bw) for bw in self.bws.values())
+        return self.total
 
     def snapshot(self) -> list[dict[str, Any]]:
         return [self.bws[bid].snapshot() for bid in self.bids]
@@ -209,10 +271,31 @@ class StreamWindow:
         self.bids = []
         self.bws = {}
         self._merged = None
+        self.total = 0
         for s in snaps:
             bw = BasicWindow.from_snapshot(s, self.predicate)
             self.bids.append(bw.bid)
             self.bws[bw.bid] = bw
+            self.total += len(bw)
+
+
+_NO_ROWS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+
+def logical_spans(chosen: tuple[int, ...], n: int) -> tuple[tuple[int, int], ...]:
+    """Runs (first, last) of consecutive logical windows in ``chosen`` (those in [0, n)),
+    ascending — the ts ranges :meth:`StreamWindow.harvested_parts` scans.
+
+    >>> logical_spans((4, 0, 1, 7, 3), 8)
+    ((0, 1), (3, 4), (7, 7))
+    """
+    runs: list[tuple[int, int]] = []
+    for v in sorted({v for v in chosen if 0 <= v < n}):
+        if runs and runs[-1][1] == v - 1:
+            runs[-1] = (runs[-1][0], v)
+        else:
+            runs.append((v, v))
+    return tuple(runs)
 
 
 def _parts_from(lo: int, bws: list[BasicWindow]

@@ -44,3 +44,24 @@ def test_logical_parts_hold_exactly_the_chosen_logical_windows(
     want = {seq for seq, t in enumerate(ts_list)
             if t >= lo and min((ts - t) // b, n - 1) in chosen}
     assert picked == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ts_list=st.lists(st.integers(0, 400), min_size=0, max_size=60),
+    b=st.sampled_from([7, 10, 25]),
+    expire_at=st.integers(-10, 420),
+    lo=st.integers(-10, 420),
+)
+def test_count_from_and_size_equal_brute_force_after_expiry_and_restore(
+    ts_list: list[int], b: int, expire_at: int, lo: int
+) -> None:
+    win = _window(ts_list, b)
+    win.expire(expire_at)
+    kept = [t for t in ts_list
+            if max((u for u in ts_list if u // b == t // b), default=t) >= expire_at]
+    assert win.size() == len(kept)
+    assert win.count_from(lo) == sum(t >= lo for t in kept)
+    again = StreamWindow(win.window_ms, b, win.predicate)
+    again.restore(win.snapshot())
+    assert (again.size(), again.count_from(lo)) == (len(kept), sum(t >= lo for t in kept))
