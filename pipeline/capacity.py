@@ -2,16 +2,17 @@
 
 The wall budget of GrubJoin inside Spark (DESIGN §5) gives each operator instance
 ``utilization / speedup`` seconds of join time per second of stream time. We time the
-in-process :class:`~pipeline.operators.engine.Engine` (shedding off, K = the sample's
-maximum delay) on samples of the workload at two rates r₁ < r₂ tuples/s per stream and
-get c(r) = wall seconds of work per stream second. Each sample's windows are first
-filled with ``warm_seconds`` of its own input (inserted unprobed, not timed), so the
-timed span sees full windows, as the steady state does.
+in-process :class:`~pipeline.operators.engine.Engine` (shedding off, the spec's
+quality-driven K policy or else K = the sample's maximum delay) on samples of the
+workload at two rates r₁ < r₂ tuples/s per stream and get c(r) = wall seconds of work
+per stream second. Each sample's windows are first filled with ``warm_seconds`` of its
+own input (inserted unprobed, not timed), so the timed span sees full windows, as the
+steady state does.
 
 Per stream second the engine handles 3r tuples at a fixed cost each (K-slack,
-synchronizer, encoding, result building) and scans windows of r·W tuples for each of
-them — the GrubJoin cost model's first-position term (Gedik et al. Eq. 1, with σ·r·W ≪ 1
-partial results). So
+synchronizer, delay statistics, encoding, result building) and scans windows of r·W
+tuples for each of them — the GrubJoin cost model's first-position term (Gedik et al.
+Eq. 1, with σ·r·W ≪ 1 partial results). So
 
     c(r) = a·r + b·r²,
 
@@ -117,24 +118,31 @@ def capacity_from_fit(linear: float, quadratic: float, groups: int, speedup: flo
     return (-linear + math.sqrt(linear * linear + 4 * quadratic * budget)) / (2 * quadratic)
 
 
+def timing_config(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> EngineConfig:
+    """The engine config the capacity is timed with: shedding off; the spec's
+    quality-driven K policy kept (its per-tuple statistics and the exact n^× of every
+    probe are part of what the job pays per tuple), any other policy replaced by a
+    fixed K = the sample's maximum delay, which makes the join exact."""
+    disorder = spec.disorder
+    if disorder.mode != "quality":
+        max_delay = max((int(r["arrival_time"]) - int(r["event_time"]) for r in sample),
+                        default=0)
+        disorder = disorder.model_copy(update={"mode": "fixed", "slack_ms": max(0, max_delay)})
+    return EngineConfig.from_spec(spec.model_copy(update={
+        "shedding": spec.shedding.model_copy(update={"mode": "off"}),
+        "disorder": disorder,
+    }))
+
+
 def time_full_join(
     spec: Spec, sample: Sequence[Mapping[str, Any]], warm_seconds: float,
     clock: Callable[[], float] = time.perf_counter, repeats: int = 1,
 ) -> tuple[float, int]:
-    """(wall seconds, results) of the exact full join (shedding off, fixed K = the
-    sample's max delay) on the records of ``sample`` with event time ≥ ``warm_seconds``;
-    the earlier ones fill the windows first, unprobed and untimed. With ``repeats`` > 1
-    the fastest run counts (noise from other work only ever adds time); the sample is
-    converted once for all runs."""
-    max_delay = max((int(r["arrival_time"]) - int(r["event_time"]) for r in sample), default=0)
-    exact = EngineConfig.from_spec(spec.model_copy(
-        update={
-            "shedding": spec.shedding.model_copy(update={"mode": "off"}),
-            "disorder": spec.disorder.model_copy(
-                update={"mode": "fixed", "slack_ms": max(0, max_delay)}
-            ),
-        }
-    ))
+    """(wall seconds, results) of the full join (:func:`timing_config`) on the records of
+    ``sample`` with event time ≥ ``warm_seconds``; the earlier ones fill the windows
+    first, unprobed and untimed. With ``repeats`` > 1 the fastest run counts (noise from
+    other work only ever adds time); the sample is converted once for all runs."""
+    exact = timing_config(spec, sample)
     index = {s: i for i, s in enumerate(spec.join.streams)}
     events = [event_from_dump(r, index) for r in sample]
     warm_ms = int(warm_seconds * 1000)

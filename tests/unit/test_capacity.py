@@ -7,7 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.capacity import capacity_from_fit, fit_cost, measure_capacity, time_full_join
+from pipeline.capacity import (
+    capacity_from_fit,
+    fit_cost,
+    measure_capacity,
+    time_full_join,
+    timing_config,
+)
 from pipeline.errors import ConfigError
 from pipeline.oracle import oracle
 from tests.unit.operators.streams import make_dump, make_spec
@@ -66,14 +72,14 @@ def test_capacity_rejects_bad_values() -> None:
 def test_measure_capacity_times_the_exact_join_on_full_windows() -> None:
     spec = make_spec(3, "band", [200, 200, 200],
                      shedding={"mode": "grubjoin", "budget": "wall"},
-                     job={"groups": 2})
+                     disorder={"mode": "fixed", "slack_ms": 0}, job={"groups": 2})
     low = make_dump(3, 3, 30, max_gap=20, max_delay=50)
     high = make_dump(4, 3, 60, max_gap=10, max_delay=50)
     # each timed span "took" 2.5 s and 7.5 s
     ticks: Iterator[float] = iter([10.0, 12.5, 20.0, 27.5])
     cap = measure_capacity(spec, {40.0: low, 80.0: high}, sample_seconds=5.0, speedup=2.0,
                            warm_seconds=0.0, clock=lambda: next(ticks))
-    # shedding forced off, K = max delay: the exact results
+    # shedding forced off, fixed K raised to the max delay: the exact results
     assert cap.results == len(oracle(spec.join, low)) + len(oracle(spec.join, high))
     assert cap.costs == pytest.approx((0.5, 1.5))
     a, b = fit_cost([40.0, 80.0], [0.5, 1.5])
@@ -102,3 +108,21 @@ def test_repeats_keep_the_fastest_run() -> None:
     wall, results = time_full_join(spec, dump, 0.0, clock=lambda: next(ticks), repeats=3)
     assert wall == 2.0
     assert results == len(oracle(spec.join, dump))
+
+
+@pytest.mark.parametrize(("disorder", "mode", "slack"), [
+    ({"mode": "quality", "recall": 0.9}, "quality", None),  # the job's per-tuple policy
+    ({"mode": "fixed", "slack_ms": 5}, "fixed", 50),  # exact: K = the sample's max delay
+    ({"mode": "none"}, "fixed", 50),
+])
+def test_timing_config_keeps_the_quality_policy_else_makes_the_join_exact(
+        disorder: dict[str, object], mode: str, slack: int | None) -> None:
+    spec = make_spec(3, "band", [200, 200, 200], disorder=disorder,
+                     shedding={"mode": "grubjoin", "budget": "wall"})
+    dump = make_dump(3, 3, 30, max_gap=20, max_delay=50)
+    want_max = max(int(r["arrival_time"]) - int(r["event_time"]) for r in dump)
+    cfg = timing_config(spec, dump)
+    assert cfg.shedding.mode == "off"
+    assert cfg.disorder.mode == mode
+    if slack is not None:
+        assert cfg.disorder.slack_ms == want_max
