@@ -164,12 +164,13 @@ class StatisticsManager:
         if not 0 <= stream < len(self.streams):
             raise ValueError(f"statistics: stream index {stream} out of range")
         local = ts + max(delay_ms, 0)
-        prev = self.local_time[stream]
-        self.local_time[stream] = local if prev is None else max(prev, local)
+        times = self.local_time
+        prev = times[stream]
+        if prev is None or local > prev:
+            times[stream] = prev = local
         ksync: float | None = None
-        if all(t is not None for t in self.local_time):
-            slowest = min(t for t in self.local_time if t is not None)
-            ksync = float(self.local_time[stream] or 0) - slowest
+        if None not in times:
+            ksync = float(prev - min(times))  # type: ignore[type-var, operator]
         self.streams[stream].observe(delay_ms, ksync)
 
     def max_delay_ms(self) -> int:

@@ -81,6 +81,11 @@ class DensePredicate:
                 ) from None
         return out
 
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """The tuple attributes :meth:`encode` reads."""
+        return self.columns
+
     def new_store(self) -> DenseStore:
         return DenseStore(len(self.columns))
 
@@ -210,6 +215,11 @@ class CosinePredicate:
     attribute: str
     epsilon: float
     kind: str = "cosine"
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """The tuple attributes :meth:`encode` reads."""
+        return (self.attribute,)
 
     def encode(self, attrs: Mapping[str, Any]) -> SparseRow:
         """Unit-normalized sparse vector; :class:`SerializationError` for a bad attribute."""

@@ -153,7 +153,10 @@ class JoinInstance:
         if rows.empty:
             return []
         rows = rows.sort_values(["arrival_time", "stream_idx", "seq"], kind="stable")
-        attrs = {name: rows[name].tolist() for name in self.config.attributes}
+        # only what the predicate reads (the engine never looks at other attributes)
+        needed = set(self.engine_config.predicate.attributes)
+        attrs = {name: rows[name].tolist() for name in self.config.attributes
+                 if name in needed}
         for name, values in attrs.items():
             if values and isinstance(values[0], list):  # Arrow map → list of (key, value)
                 attrs[name] = [dict(v) for v in values]
