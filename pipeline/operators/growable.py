@@ -40,6 +40,16 @@ class GrowableArray:
         self._buf[self._n] = value
         self._n += 1
 
+    def insert(self, i: int, value: Any) -> None:
+        """Put ``value`` at row ``i``, shifting rows i.. up by one (one memmove)."""
+        n = self._n
+        if n == len(self._buf):
+            self._reserve(n + 1)
+        buf = self._buf
+        buf[i + 1 : n + 1] = buf[i:n]  # overlapping: NumPy copies through a buffer
+        buf[i] = value
+        self._n = n + 1
+
     def extend(self, values: NDArray[Any]) -> None:
         k = len(values)
         self._reserve(self._n + k)

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from pipeline.errors import ConfigError, OperatorStateError
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.predicates import DensePredicate, Predicate
-from pipeline.operators.windows import StreamWindow, logical_spans
+from pipeline.operators.windows import BasicWindow, Rows, StreamWindow, logical_spans
 
 I64 = NDArray[np.int64]
 NEG_INF = -(2**62)
@@ -238,21 +238,23 @@ class MWayJoin:
             scanned_here = 0
             win = self.windows[l]
             lo = ts - cfg.windows[l]
+            parts: list[tuple[BasicWindow, Rows]]
             if selection is not None and not use_index:
                 # harvesting: exactly the rows of the chosen logical windows
                 parts = win.harvested_parts(ts, lo, selection[2], n_l)
                 sel = None
             elif selection is not None:  # the basic windows it selects, filtered below
-                parts = win.logical_parts(ts, lo, selection[1], n_l)
+                parts = list(win.logical_parts(ts, lo, selection[1], n_l))
             elif use_index or not dense:
-                parts = win.in_range(lo)
+                parts = list(win.in_range(lo))
             else:
-                parts = win.merged_in_range(lo)
+                parts = list(win.merged_in_range(lo))
             for bw, rows in parts:
                 if use_index and bw.misses(v_lo, v_hi):
                     scanned_here += 1  # one index lookup, nothing in range
                     continue
                 if sel is not None and not _covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
+                    assert not isinstance(rows, slice)  # slices only come from harvested_parts
                     all_ts = bw.ts.view() if rows is None else bw.ts.view()[rows]
                     lbw = np.minimum((ts - all_ts) // b, n_l - 1)
                     keep = sel[lbw]
@@ -263,6 +265,7 @@ class MWayJoin:
                 if use_index:
                     # sorted-index lookup, then the exact predicate on the candidates
                     cand = bw.range_rows(v_lo, v_hi, sealed=bw.bid != win.bids[-1])
+                    assert not isinstance(rows, slice)
                     if rows is not None and cand.size:
                         allowed = np.zeros(len(bw), dtype=bool)
                         allowed[rows] = True
@@ -271,14 +274,24 @@ class MWayJoin:
                     checks += int(cand.size)
                     scanned_here += 1 + k * int(hit_rows.size)
                 else:
-                    n = len(bw) if rows is None else int(rows.size)
+                    if rows is None:
+                        n = len(bw)
+                    elif isinstance(rows, slice):  # contiguous rows (harvested_parts)
+                        n = rows.stop - rows.start
+                    else:
+                        n = int(rows.size)
                     scanned_here += k * n  # the NLJ's tuple comparisons (GrubJoin cost)
                     # every member must match the probing tuple: test that first (1×n)
                     # and compare the k partial results only with the rows that pass it
                     hit = pred.match(p_side[stream], bw.feats, rows)[0]
                     checks += n
                     cols = np.flatnonzero(hit)
-                    hit_rows = cols if rows is None else rows[cols]
+                    if rows is None:
+                        hit_rows = cols
+                    elif isinstance(rows, slice):
+                        hit_rows = cols + rows.start
+                    else:
+                        hit_rows = rows[cols]
                 if len(p_side) > 1:
                     if hit_rows.size == 0:
                         continue

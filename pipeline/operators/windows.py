@@ -27,6 +27,8 @@ from pipeline.operators.growable import GrowableArray
 from pipeline.operators.predicates import DenseStore, Predicate, SparseStore
 
 Store = DenseStore | SparseStore
+#: rows of a basic window: None = all, a slice (contiguous) or ascending row indices
+Rows = NDArray[np.int64] | slice | None
 
 
 class BasicWindow:
@@ -77,20 +79,32 @@ class BasicWindow:
     def __len__(self) -> int:
         return len(self.ts)
 
-    def add(self, ts: int, seq: int, enc: Any) -> None:
-        self.ts.append(ts)
-        self.seq.append(seq)
-        self.feats.append(enc)
+    def add(self, ts: int, seq: int, enc: Any) -> int:
+        """Store a tuple; returns its row. In-order tuples are appended; a late one
+        (ts < max_ts) is put at its ts position in a dense store (after equal ts), so
+        the rows stay in ts order and :meth:`rows_between` stays a binary search (a
+        sparse store appends it and the basic window is no longer ``ordered``)."""
         if ts < self.min_ts:
             self.min_ts = ts
         if ts >= self.max_ts:
             self.max_ts = ts
+        elif self.ordered and isinstance(self.feats, DenseStore):
+            row = int(self.ts.view().searchsorted(ts, side="right"))
+            self.ts.insert(row, ts)
+            self.seq.insert(row, seq)
+            self.feats.rows.insert(row, enc)
+            self._ix_n = 0  # row ids moved: the value index is rebuilt on demand
+            return row
         else:
             self.ordered = False
+        self.ts.append(ts)
+        self.seq.append(seq)
+        self.feats.append(enc)
+        return len(self.ts) - 1
 
-    def rows_between(self, t_lo: int, t_hi: int) -> NDArray[np.int64] | None:
-        """Ascending rows with t_lo ≤ ts ≤ t_hi (None = every row): a binary search
-        while the rows are in ts order, else one vectorized filter."""
+    def rows_between(self, t_lo: int, t_hi: int) -> Rows:
+        """Ascending rows with t_lo ≤ ts ≤ t_hi (None = every row): a slice found by
+        binary search while the rows are in ts order, else one vectorized filter."""
         if self.min_ts >= t_lo and self.max_ts <= t_hi:
             return None
         if self.max_ts < t_lo or self.min_ts > t_hi:
@@ -98,7 +112,7 @@ class BasicWindow:
         tsv = self.ts.view()
         if self.ordered:
             a, c = tsv.searchsorted((t_lo, t_hi + 1)).tolist()
-            return np.arange(a, c, dtype=np.int64)
+            return slice(a, c)
         return np.flatnonzero((tsv >= t_lo) & (tsv <= t_hi))
 
     def snapshot(self) -> dict[str, Any]:
@@ -155,12 +169,12 @@ class StreamWindow:
                 self.bids.append(bid)
             else:
                 bisect.insort(self.bids, bid)
-        bw.add(ts, seq, enc)
+        row = bw.add(ts, seq, enc)
         self.total += 1
         if self._merged is not None:
-            if bid == self.bids[-1]:  # keeps the merged rows in basic-window order
-                self._merged.add(ts, seq, enc)
-            else:  # a late tuple in an older basic window
+            if bid == self.bids[-1] and row == len(bw) - 1:
+                self._merged.add(ts, seq, enc)  # keeps the merged rows in window order
+            else:  # a late tuple not at the end of the newest basic window
                 self._merged = None
 
     def expire(self, lo: int) -> None:
@@ -214,7 +228,7 @@ class StreamWindow:
         return _parts_from(lo, [self.bws[bid] for bid in sorted(bids) if bid in self.bws])
 
     def harvested_parts(self, ts: int, lo: int, spans: tuple[tuple[int, int], ...], n: int
-                        ) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
+                        ) -> list[tuple[BasicWindow, Rows]]:
         """Like :meth:`logical_parts`, but each part's rows are exactly those in the chosen
         logical windows: ``spans`` are runs (v_first, v_last) of consecutive chosen
         logical windows, newest first (:func:`logical_spans`); run (v₁, v₂) holds
@@ -223,7 +237,7 @@ class StreamWindow:
         mostly in ts order). Parts come in id order, rows ascending — the order of
         :meth:`logical_parts` with its per-row filter."""
         b = self.b
-        out: list[tuple[BasicWindow, NDArray[np.int64] | None]] = []
+        out: list[tuple[BasicWindow, Rows]] = []
         bids = self.bids
         for v1, v2 in reversed(spans):
             t_hi = ts - v1 * b
@@ -237,7 +251,8 @@ class StreamWindow:
                     break
                 bw = self.bws[bid]
                 rows = bw.rows_between(t_lo, t_hi)
-                if rows is None or rows.size:
+                if rows is None or (rows.stop > rows.start if isinstance(rows, slice)
+                                    else rows.size):
                     out.append((bw, rows))
         return out
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.operators.predicates import build_predicate
-from pipeline.operators.windows import StreamWindow
+from pipeline.operators.windows import StreamWindow, logical_spans
 
 
 def _window(ts_list: list[int], b: int) -> StreamWindow:
@@ -65,3 +65,30 @@ def test_count_from_and_size_equal_brute_force_after_expiry_and_restore(
     again = StreamWindow(win.window_ms, b, win.predicate)
     again.restore(win.snapshot())
     assert (again.size(), again.count_from(lo)) == (len(kept), sum(t >= lo for t in kept))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ts_list=st.lists(st.integers(0, 400), min_size=1, max_size=60),
+    b=st.sampled_from([7, 10, 25]),
+    n=st.integers(1, 12),
+    chosen=st.lists(st.integers(-1, 13), max_size=5),
+    probe_at=st.integers(0, 200),
+    span=st.integers(0, 400),
+)
+def test_harvested_parts_are_exactly_the_chosen_logical_windows_in_order(
+    ts_list: list[int], b: int, n: int, chosen: list[int], probe_at: int, span: int
+) -> None:
+    win = _window(ts_list, b)  # out-of-order inserts: late rows go to their ts position
+    for bid in win.bids:
+        tsv = win.bws[bid].ts.view()
+        assert win.bws[bid].ordered and (tsv[1:] >= tsv[:-1]).all()
+    ts = max(ts_list) + probe_at
+    lo = ts - span
+    got: list[int] = []
+    for bw, rows in win.harvested_parts(ts, lo, logical_spans(tuple(chosen), n), n):
+        got += bw.seq.view()[slice(None) if rows is None else rows].tolist()
+    # brute force, in (basic window, ts, insertion) order
+    want = sorted((t // b, t, seq) for seq, t in enumerate(ts_list)
+                  if t >= lo and min((ts - t) // b, n - 1) in chosen)
+    assert got == [seq for _, _, seq in want]
