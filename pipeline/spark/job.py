@@ -128,7 +128,18 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
 
 
 def _routed(valid: DataFrame, spec: Spec) -> DataFrame:
+    """Rows with their ``route_key`` (rejected rows: :data:`DEADLETTER_KEY`).
+
+    With one group every routing sends each row once to key 0 (``Router.route_batch``
+    with G = 1), so the key is a Spark SQL literal and the rows skip the Python round
+    trip of ``mapInPandas``; the one key sees all input, so it needs no liveness ticks.
+    (A run of batches holding only rejected records then does not re-arm its idle
+    timer; with G > 1 their ticks do.)"""
     router = RouterConfig.from_spec(spec)
+    if router.groups == 1:
+        key = sf.when(sf.col("dl_value").isNotNull(), sf.lit(DEADLETTER_KEY)).otherwise(
+            sf.lit(0))
+        return valid.withColumn("route_key", key.cast(IntegerType()))
     schema = StructType([*valid.schema.fields,
                          StructField("route_key", IntegerType(), False)])
     fn = route_function(router.snapshot(), tuple(valid.columns), router.key_attribute)
