@@ -16,7 +16,12 @@ Ours: each direction's positions are executed in the order of the matches their
 harvested windows are expected to add (:func:`~pipeline.operators.harvest.yield_order`),
 and when even one window per position does not fit the budget, the best direction
 probes on a random share of its tuples (:func:`probe_share`) instead of overflowing the
-input queue.
+input queue. The throttle's boosts are capped by the measured headroom from the level
+the configuration in force uses (anti-windup, :mod:`~pipeline.operators.throttle`), and
+the cheapest configuration that overflowed the input queue under near-target load is
+remembered (:class:`~pipeline.operators.throttle.Ceiling`): later configurations cost at
+most ``margin`` × its cost under each step's model, so under steady overload the
+controller settles below it and the load-induced queue drops stop.
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ from pipeline.operators.harvest import (
     yield_order,
 )
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
-from pipeline.operators.throttle import Throttle, ThrottleConfig
-from pipeline.operators.virtual_cpu import make_budget, restore_budget
+from pipeline.operators.throttle import Ceiling, CeilingConfig, Throttle, ThrottleConfig
+from pipeline.operators.virtual_cpu import BudgetReading, make_budget, restore_budget
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
@@ -86,6 +91,25 @@ def probe_share(model: HarvestModel, counts: np.ndarray, z: float) -> float:
     return float(max(MIN_SHARE, budget / cost))
 
 
+def budget_share(model: HarvestModel, counts: np.ndarray, share: float,
+                 z_model: float) -> float:
+    """Ours (anti-windup): the share of the budget z_model·C(1) that ``counts``
+    (probing on a ``share`` of their tuples) is modelled to use, in [0, 1]."""
+    budget = z_model * model.full_cost()
+    if budget <= 0.0:
+        return 1.0
+    fixed = model.fixed_cost()
+    cost = fixed + share * (float(model.evaluate(counts)[0]) - fixed)
+    return float(min(1.0, max(0.0, cost / budget)))
+
+
+def _by_partner(model: HarvestModel, counts: np.ndarray) -> np.ndarray:
+    """Counts by (direction, position) → by (direction, partner stream)."""
+    held = np.zeros((model.m, model.m), dtype=np.int64)
+    held[np.arange(model.m)[:, None], np.asarray(model.orders)] = counts
+    return held
+
+
 def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
     return {"order": plan.order, "windows": plan.windows}
 
@@ -108,6 +132,7 @@ class GrubJoinShedder:
         self.budget = make_budget(sh.budget, sh.capacity, sh.queue, sh.utilization,
                                   clock, speedup)
         self.throttle = Throttle(ThrottleConfig(boost=sh.boost))
+        self.ceiling = Ceiling(CeilingConfig())
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
         self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY))
@@ -122,6 +147,8 @@ class GrubJoinShedder:
         #: counts in force by (direction, partner stream), for re-pricing under a new model
         self.in_force: np.ndarray | None = None
         self.z_model = 1.0
+        #: z level (throttle units) the configuration in force uses (None: all of z)
+        self.z_used: float | None = None
         self.share = 1.0  # probe share of the configured directions (ours, fallback)
 
     @classmethod
@@ -168,9 +195,11 @@ class GrubJoinShedder:
         """One adaptation step (GrubJoin §IV-A, §IV-C, §IV-D, §V); a metrics row."""
         sh = self.config.shedding
         reading = self.budget.measure(now, sh.adapt_interval_ms)
+        # the z level the configuration in force uses (anti-windup, throttle docstring)
         z_old = self.throttle.z
-        z = self.throttle.update(reading.beta, reading.headroom)
+        used = z_old if self.z_used is None else self.z_used
         rates = self.stats.rates(sh.adapt_interval_ms)
+        z = self.throttle.update(reading.beta, reading.headroom, used)
         if rates.sum() > 0:
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
@@ -181,16 +210,26 @@ class GrubJoinShedder:
                                         sh.tuple_cost, previous, indexed=self.indexed,
                                         probe_cost=sh.probe_cost)
             self.z_model = self._model_fraction(model, z, z_old)
+            cap = self._ceiling_fraction(model, reading, float(rates.sum()))
+            capped = cap is not None and self.z_model > cap
+            if capped and cap is not None:
+                self.z_model = cap
             counts = configure(model, self.z_model, sh.heuristic)
-            self.share = 1.0
+            share = 1.0
             if not counts.any():
                 counts = cheapest_productive(model)
-                self.share = probe_share(model, counts, self.z_model)
+                share = probe_share(model, counts, self.z_model)
+            if capped and self.in_force is not None:
+                # below the learned ceiling z follows the cost of what is installed,
+                # relative to the configuration in force (same model): no wind-up
+                was = self._price(model, self.in_force, self.share)
+                now_cost = self._price(model, _by_partner(model, counts), share)
+                z = self.throttle.clamp(z_old * now_cost / was if was > 0 else z)
+            self.share = share
+            self.z_used = z * budget_share(model, counts, self.share, self.z_model)
             perm = yield_order(model, counts) if REORDER else None
             self.plans = harvest_plans(model, counts, scores, perm)
-            self.in_force = np.zeros((model.m, model.m), dtype=np.int64)
-            rows = np.arange(model.m)[:, None]
-            self.in_force[rows, np.asarray(model.orders)] = counts
+            self.in_force = _by_partner(model, counts)
             self.fractions = model.fractions(counts).round(4).tolist()
         self.hist.age()
         self.stats.age()
@@ -199,16 +238,27 @@ class GrubJoinShedder:
             "mode": "grubjoin",
             "z": round(z, 6),
             "z_model": round(self.z_model, 6),
+            "z_used": None if self.z_used is None else round(self.z_used, 6),
+            "ceiling": self.ceiling.counts is not None,
             "beta": round(min(reading.beta, 1e6), 6),
             "harvest_fractions": self.fractions,
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
             "probe_share": round(self.share, 6),
             "queue_drops": reading.dropped,
+            "queue_overflows": reading.overflows,
             "pushed": reading.pushed,
             "consumed": reading.consumed,
             "rates_in": [round(float(r), 3) for r in rates],
             "cost": round(reading.cost, 3),
         }
+
+    def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float) -> float:
+        """Modelled cost C (under ``model``) of a configuration held by (direction,
+        partner stream), probing on a ``share`` of its directions' tuples."""
+        rows = np.arange(model.m)[:, None]
+        counts = np.minimum(partner_counts[rows, np.asarray(model.orders)], model.max_counts())
+        fixed = model.fixed_cost()
+        return fixed + share * (float(model.evaluate(counts)[0]) - fixed)
 
     def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
         """The throttle fraction handed to the solver, in the model's own cost units.
@@ -223,11 +273,29 @@ class GrubJoinShedder:
         full = model.full_cost()
         if self.in_force is None or z >= 1.0 or full <= 0:
             return z
-        rows = np.arange(model.m)[:, None]
-        counts = np.minimum(self.in_force[rows, np.asarray(model.orders)], model.max_counts())
-        fixed = model.fixed_cost()
-        cost = fixed + self.share * (float(model.evaluate(counts)[0]) - fixed)
+        cost = self._price(model, self.in_force, self.share)
         return float(min(1.0, max(z, z / z_old * cost / full)))
+
+    def _ceiling_fraction(self, model: HarvestModel, reading: BudgetReading,
+                          load: float) -> float | None:
+        """Learn / forget the ceiling (:class:`~pipeline.operators.throttle.Ceiling`)
+        from the interval just measured; the largest z_model it allows (None: any)."""
+        ceiling = self.ceiling
+        ceiling.forget_if_moved(load)
+        learn = ceiling.should_learn(reading.dropped, reading.overflows, reading.headroom)
+        full = model.full_cost()
+        if full <= 0:
+            return None
+        if learn:
+            held = self.in_force if self.in_force is not None else np.tile(
+                np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
+            if ceiling.counts is None or self._price(model, held, self.share) < self._price(
+                    model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share):
+                ceiling.remember(held.tolist(), self.share, load)
+        if ceiling.counts is None:
+            return None
+        bad = self._price(model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share)
+        return ceiling.config.margin * bad / full
 
     def _flat(self, i: int, l: int) -> np.ndarray:
         n = self.n_windows[l]
@@ -239,6 +307,7 @@ class GrubJoinShedder:
             "mode": "grubjoin",
             "budget": self.budget.snapshot(),
             "throttle": self.throttle.snapshot(),
+            "ceiling": self.ceiling.snapshot(),
             "hist": self.hist.snapshot(),
             "stats": self.stats.snapshot(),
             "rng": self.rng.bit_generator.state,
@@ -246,6 +315,7 @@ class GrubJoinShedder:
             "fractions": [list(r) for r in self.fractions],
             "in_force": None if self.in_force is None else self.in_force.tolist(),
             "z_model": self.z_model,
+            "z_used": self.z_used,
             "share": self.share,
         }
 
@@ -259,6 +329,8 @@ class GrubJoinShedder:
                 raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
             obj.budget = restore_budget(obj.budget, snap["budget"])
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
+            if "ceiling" in snap:
+                obj.ceiling = Ceiling.from_snapshot(obj.ceiling.config, snap["ceiling"])
             obj.hist = LagHistograms.from_snapshot(obj.hist.config, snap["hist"])
             obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"], obj.indexed)
             obj.rng.bit_generator.state = snap["rng"]
@@ -269,6 +341,8 @@ class GrubJoinShedder:
             obj.in_force = None if held is None else np.asarray(held, dtype=np.int64)
             obj.z_model = float(snap["z_model"])
             obj.share = float(snap.get("share", 1.0))
+            used = snap.get("z_used")
+            obj.z_used = None if used is None else float(used)
 
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc

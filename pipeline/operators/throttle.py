@@ -6,23 +6,37 @@ Every Δ the budget source reports β, the join's performance over the last inte
   than available): z ← β · z                                       (paper's rule)
 * β ≥ 1: z ← min(1, γ · z)                                          (paper's boost)
 
-Refinements (ours), for a budget that also measures its *headroom* h (utilization target
-over the share of the budget used, e.g. capacity over virtual busy time):
+The paper specifies only these two rules (γ = 1.2 in its Fig. 2; no other thresholds).
+Everything below is ours.
 
-* the boost is capped by the headroom, z ← min(1, z·min(γ, t·h)), so at the operating
-  point z settles instead of oscillating between a boost and a cut;
-* *learned utilization target* t ∈ (0, 1]: drops while the budget was not used up
-  (β < 1 but h ≥ 1) come from single expensive probes overflowing the small input
-  queue (per-probe cost variance), not from the mean load. They still cost output —
-  a dropped tuple is missing from its window too — so z is cut by the paper's rule and
-  t is multiplied by β: boosts then stop below the cost level at which drops happened.
-  t relaxes by ``relax`` per drop-free interval (back towards 1), and because it is a
-  cost level, a rate change moves z without re-learning t. Under steady overload
-  the controller thus settles at a drop-free z.
+The paper's rule alone does not settle under steady overload: a boost that overshoots
+costs queue drops, the cut undoes it, the next boost repeats it. At small n (few basic
+windows per window) a boost that adds one logical basic window changes the measured
+cost by a big step that the cost model under-prices, so the cycle never dies out; and
+when the solver finds nothing productive to add, the boosts climb to z = 1 (the full
+join). Two refinements make the controller settle:
+
+* **headroom cap with anti-windup** (:class:`Throttle`) — for a budget that measures its
+  *headroom* h (utilization target over the share of the budget used, e.g. capacity
+  over virtual busy time) and a caller that reports the z level its configuration in
+  force actually *uses*: z ← min(1, γ·z, h·min(z, used)). At h < 1 z backs off even
+  without drops, and z never winds up beyond what the measured headroom affords from
+  what is spent. Cuts keep the paper's rule.
+* **learned ceiling** (:class:`Ceiling`, applied by the GrubJoin shedder) — the
+  cheapest configuration that overflowed the input queue under near-target load is
+  remembered, and later configurations cost at most ``margin`` × its cost (re-priced
+  under each step's model). Under steady input the ceiling only moves down, to the
+  first configuration that does not overflow, so z settles and the drops it caused
+  stop; it is forgotten when the input rate changes.
+
+What the throttle cannot remove are drops caused by a *single* probe that outlasts the
+queue (e.g. a window-shredding probe of ω-sampled tuples, which scans whole windows
+after its first position): no z prevents them, so they are not learned from.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,64 +44,140 @@ from pipeline.errors import ConfigError, OperatorStateError
 
 #: z never goes below this (a direction with z = 0 would never produce or learn)
 Z_MIN = 1e-3
-#: the learned utilization target never goes below this
-T_MIN = 0.05
 
 
 @dataclass(frozen=True)
 class ThrottleConfig:
-    """Boost factor γ > 1 (paper: 1.2), the headroom cap, the smallest β still read as
-    a burst (``burst_beta``; below it the drops are plain overload) and the learned
-    target's relaxation per drop-free interval (``relax``)."""
+    """Boost factor γ > 1 (paper: 1.2) and the headroom cap (ours)."""
 
     boost: float = 1.2
     cap_by_headroom: bool = True
-    burst_beta: float = 0.8
-    relax: float = 1.01
 
     def __post_init__(self) -> None:
         if not self.boost > 1.0:
             raise ConfigError(f"boost: must be > 1, got {self.boost}")
-        if not 0.0 < self.burst_beta <= 1.0:
-            raise ConfigError(f"burst_beta: must be in (0, 1], got {self.burst_beta}")
-        if not self.relax >= 1.0:
-            raise ConfigError(f"relax: must be >= 1, got {self.relax}")
 
 
 class Throttle:
-    """Runtime z (starts at 1) and the learned utilization target t (starts at 1)."""
+    """Runtime z (starts at 1)."""
 
-    def __init__(self, config: ThrottleConfig, z: float = 1.0, target: float = 1.0) -> None:
+    def __init__(self, config: ThrottleConfig, z: float = 1.0) -> None:
         self.config = config
         self.z = z
-        self.target = target
 
-    def update(self, beta: float, headroom: float | None = None) -> float:
-        """One adaptation step (GrubJoin §IV-A); returns the new z."""
+    def update(self, beta: float, headroom: float | None = None,
+               used: float | None = None) -> float:
+        """One adaptation step (GrubJoin §IV-A); returns the new z. ``used``: the z level
+        the configuration in force uses (None: all of z)."""
         if beta < 0.0:
             raise OperatorStateError(f"beta: must be >= 0, got {beta}")
         cfg = self.config
-        use_h = cfg.cap_by_headroom and headroom is not None
         if beta < 1.0:
-            if use_h and headroom is not None and headroom >= 1.0 and beta >= cfg.burst_beta:
-                # drops under budget: per-probe bursts overflowed the queue (ours)
-                self.target = max(T_MIN, self.target * beta)
             z = beta * self.z
         else:
-            factor = cfg.boost
-            if use_h and headroom is not None:
-                factor = min(factor, self.target * headroom)
-            z = min(1.0, factor * self.z)
-            self.target = min(1.0, self.target * cfg.relax)
-        self.z = max(Z_MIN, z)
+            z = cfg.boost * self.z
+            if cfg.cap_by_headroom and headroom is not None and math.isfinite(headroom):
+                base = self.z if used is None else min(self.z, max(Z_MIN, used))
+                z = min(z, headroom * base)
+        self.z = max(Z_MIN, min(1.0, z))
+        return self.z
+
+    def clamp(self, level: float) -> float:
+        """z ← min(z, level) (ours: when the learned ceiling caps the configuration, the
+        shedder sets z to the level of what it installed)."""
+        self.z = max(Z_MIN, min(self.z, level))
         return self.z
 
     def snapshot(self) -> dict[str, Any]:
-        return {"z": self.z, "target": self.target}
+        return {"z": self.z}
 
     @classmethod
     def from_snapshot(cls, config: ThrottleConfig, snap: dict[str, Any]) -> Throttle:
         try:
-            return cls(config, z=float(snap["z"]), target=float(snap.get("target", 1.0)))
+            return cls(config, z=float(snap["z"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"throttle: bad snapshot {snap!r}") from exc
+
+
+@dataclass(frozen=True)
+class CeilingConfig:
+    """The learned ceiling (ours, :class:`Ceiling`): ``margin`` — later configurations
+    cost at most this share of the remembered one; ``learn_above`` — the smallest
+    utilization (share of the target) of an interval whose drops are learned;
+    ``min_overflows`` — the fewest overflow episodes they must span; ``forget_change``
+    — the relative input-rate change that forgets the ceiling."""
+
+    margin: float = 0.95
+    learn_above: float = 0.75
+    min_overflows: int = 2
+    forget_change: float = 0.2
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.margin < 1.0:
+            raise ConfigError(f"margin: must be in (0, 1), got {self.margin}")
+        if not self.learn_above >= 0.0:
+            raise ConfigError(f"learn_above: must be >= 0, got {self.learn_above}")
+        if self.min_overflows < 1:
+            raise ConfigError(f"min_overflows: must be >= 1, got {self.min_overflows}")
+        if not self.forget_change > 0.0:
+            raise ConfigError(f"forget_change: must be > 0, got {self.forget_change}")
+
+
+class Ceiling:
+    """The learned ceiling (ours): the cheapest configuration that overflowed the input
+    queue under the current input rate (opaque here: ``counts`` and ``share``, priced by
+    the shedder's cost model at every step).
+
+    * An interval teaches it when it had queue drops although (a) the interval before
+      had none — the drops are new, so the configuration installed since caused them
+      (persistent drops are overload, which the paper's cut handles; learning from
+      them would only shrink the configuration every Δ); (b) the queue overflowed in at
+      least ``min_overflows`` separate episodes — not a single long probe; and (c) the
+      interval ran at ≥ ``learn_above`` of the utilization target — its mean cost was
+      at the limit. Drops failing (b) or (c) come from single probes outlasting the
+      queue, which a cheaper configuration would not cure.
+    * The shedder keeps every later configuration at ≤ ``margin`` × its cost, so neither
+      it nor a costlier one is installed again: the ceiling ratchets down to the first
+      configuration that does not overflow, and a steady z needs no probing above it.
+    * It is forgotten when the input rate moves by more than ``forget_change`` from the
+      rate it was learned at (the regime changed; costs no longer compare).
+    """
+
+    def __init__(self, config: CeilingConfig) -> None:
+        self.config = config
+        self.counts: list[list[int]] | None = None  # None: no ceiling
+        self.share = 1.0
+        self.load = 0.0
+        self.calm = False  # the last interval measured had no queue drops
+
+    def should_learn(self, dropped: int, overflows: int, headroom: float) -> bool:
+        """Drops after a drop-free interval, in ≥ ``min_overflows`` overflow episodes, at
+        a utilization (1/h) ≥ ``learn_above``."""
+        calm, self.calm = self.calm, dropped == 0
+        return (dropped > 0 and calm and overflows >= self.config.min_overflows
+                and headroom > 0.0 and 1.0 / headroom >= self.config.learn_above)
+
+    def forget_if_moved(self, load: float) -> None:
+        if self.counts is not None and self.load > 0.0 and (
+                abs(load / self.load - 1.0) > self.config.forget_change):
+            self.counts = None
+
+    def remember(self, counts: list[list[int]], share: float, load: float) -> None:
+        self.counts, self.share, self.load = counts, share, load
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"counts": self.counts, "share": self.share, "load": self.load,
+                "calm": self.calm}
+
+    @classmethod
+    def from_snapshot(cls, config: CeilingConfig, snap: dict[str, Any]) -> Ceiling:
+        obj = cls(config)
+        try:
+            counts = snap["counts"]
+            obj.counts = None if counts is None else [[int(v) for v in r] for r in counts]
+            obj.share = float(snap["share"])
+            obj.load = float(snap["load"])
+            obj.calm = bool(snap.get("calm", False))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"ceiling: bad snapshot {snap!r}") from exc
+        return obj

@@ -5,7 +5,9 @@
   queue of ``queue`` tuples (the paper's 10-tuple buffers). A tuple arriving at ``now``
   starts service at max(now, busy_until); it is dropped if ``queue`` tuples are already
   waiting. β = Σα_i / Σλ'_i (tuples consumed / pushed in the interval), headroom =
-  utilization target / (cost charged / capacity available). Same input ⇒ same output.
+  utilization target / (cost charged / capacity available); ours: the number of
+  overflow episodes (runs of consecutive drops — one long probe makes one, a sustained
+  excess several). Same input ⇒ same output.
 * :class:`WallBudget` — the real CPU. An injected clock (seconds) times the work between
   ``admit`` and ``charge``; β = headroom = (interval / speed-up × utilization) / time
   spent. No queue: nothing is dropped, the join is only throttled. Inside Spark (ours)
@@ -37,6 +39,8 @@ class BudgetReading:
     consumed: int
     dropped: int
     cost: float
+    #: overflow episodes: runs of consecutive drops (ours; 1 = a single long probe)
+    overflows: int = 0
 
 
 class Budget(Protocol):
@@ -79,6 +83,8 @@ class VirtualCpu:
         self.cost = 0.0
         self.consumed_before = 0  # consumed count at the last measure()
         self.marks = (0, 0, 0.0)  # pushed, dropped, cost at the last measure()
+        self.overflows = 0  # overflow episodes since the last measure()
+        self.last_dropped = False
 
     def _release(self, now: float) -> None:
         while self.waiting and self.waiting[0] <= now:
@@ -90,7 +96,11 @@ class VirtualCpu:
         self._release(now)
         if len(self.waiting) >= self.config.queue:
             self.dropped += 1
+            if not self.last_dropped:
+                self.overflows += 1
+                self.last_dropped = True
             return False
+        self.last_dropped = False
         start = max(float(now), self.busy_until)
         if start > now:
             self.waiting.append(start)
@@ -121,8 +131,9 @@ class VirtualCpu:
         headroom = self.config.utilization * available / cost if cost > 0 else float("inf")
         self.consumed_before = consumed_total
         self.marks = (self.pushed, self.dropped, self.cost)
+        overflows, self.overflows = self.overflows, 0
         return BudgetReading(beta=beta, headroom=headroom, pushed=pushed, consumed=consumed,
-                             dropped=self.dropped - d0, cost=cost)
+                             dropped=self.dropped - d0, cost=cost, overflows=overflows)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -130,6 +141,7 @@ class VirtualCpu:
             "pushed": self.pushed,
             "admitted": self.admitted, "dropped": self.dropped, "cost": self.cost,
             "consumed_before": self.consumed_before, "marks": list(self.marks),
+            "overflows": self.overflows, "last_dropped": self.last_dropped,
         }
 
     @classmethod
@@ -145,6 +157,8 @@ class VirtualCpu:
             obj.consumed_before = int(snap["consumed_before"])
             p, d, c = snap["marks"]
             obj.marks = (int(p), int(d), float(c))
+            obj.overflows = int(snap.get("overflows", 0))
+            obj.last_dropped = bool(snap.get("last_dropped", False))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"virtual cpu: bad snapshot {snap!r}") from exc
         return obj

@@ -38,18 +38,81 @@ def test_every_greedy_configuration_is_feasible(seed: int, m: int, n: int, z: fl
         assert ((counts == 0).all(axis=1) | (counts > 0).all(axis=1)).all()
 
 
+def forward_steps(model: HarvestModel, counts: np.ndarray) -> list[np.ndarray]:
+    """Every one-step forward candidate of GREEDYPICK (Fig. 6) from ``counts``: one more
+    logical basic window at a position of an initialized direction, or all ones for an
+    uninitialized one."""
+    nmax = model.max_counts()
+    steps = []
+    for i in range(model.m):
+        if not counts[i].any():
+            c = counts.copy()
+            c[i] = 1
+            steps.append(c)
+            continue
+        for j in range(model.m - 1):
+            if counts[i, j] < nmax[i, j]:
+                c = counts.copy()
+                c[i, j] += 1
+                steps.append(c)
+    return steps
+
+
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 100_000), n=st.integers(2, 5), z=st.floats(0.05, 1.0))
-def test_greedy_is_near_the_brute_force_optimum(seed: int, n: int, z: float) -> None:
+@given(seed=st.integers(0, 100_000), n=st.integers(2, 5), z=st.floats(0.05, 1.0),
+       heuristic=st.sampled_from(["bdopdc", "bo", "bopc"]))
+def test_greedy_is_bounded_by_the_optimum_and_forward_greedy_is_maximal(
+        seed: int, n: int, z: float, heuristic: str) -> None:
+    """Per instance, the greedy guarantees only this much: it never beats the exact
+    optimum, and forward greedy stops only when no single forward step (Fig. 6) both
+    fits the budget and adds output.
+
+    No per-instance optimality ratio holds: like any ratio greedy for a knapsack, a
+    step with a good ΔO/ΔC can waste budget, and at small n one step is a big share of
+    the cost. E.g. seed 67979, n = 2, z = 0.625: greedy reverse (double-sided, since
+    z > 0.5) is at 0.659·C(1) and removes the one window left at a first position —
+    which switches that direction off and saves 0.365·C(1) where 0.034·C(1) was needed,
+    at the best ΔO/ΔC — and ends at 47% of the budget with φ = 0.61 (forward greedy and
+    the exact solver reach φ = 1). On m = 3 instances with n = 2, 3, 5, φ < 0.7 occurs
+    for 0.1-0.25% of (instance, z) pairs (double-sided greedy; forward greedy too at
+    n = 3, 5) while the mean stays ≥ 0.98. The aggregate targets are checked below;
+    ``configure`` is exact at m = 3.
+    """
     model = random_model(seed, 3, n)
     _, best = optimal(model, z)
     got = model.evaluate(greedy_double_sided(model, z))[1]
     assert got <= best * (1 + 1e-9)
-    # Fig. 7 reports φ ≥ 0.98 on average; single small instances can be worse
-    assert got >= 0.7 * best
+    budget = z * model.full_cost() * (1 + 1e-9)
+    counts = greedy_forward(model, z, heuristic)  # type: ignore[arg-type]
+    cost, out = model.evaluate(counts)
+    assert cost <= budget
+    for step in forward_steps(model, counts):
+        c_step, o_step = model.evaluate(step)
+        assert c_step > budget or o_step <= out + 1e-9 * max(1.0, float(out))
+
+
+def test_greedy_optimality_on_benchmark_like_instances() -> None:
+    """Fig. 7 setting (m = 3, n = 10, as ``harvest bench grubjoin``): greedy
+    double-sided BDOpDC is within 0.98 of the optimum on average (the paper: "optimal
+    for z ≥ 0.4 and within 0.98 of optimal elsewhere"); per z ≥ 0.97 on average, and
+    no instance below 0.8 (one window is a tenth of a window here; measured on this
+    sample: mean 0.9885, worst z-mean 0.979, min 0.865)."""
+    zs = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+    phi: dict[float, list[float]] = {z: [] for z in zs}
+    for seed in range(40):
+        model = random_model(seed, 3, 10)
+        for z in zs:
+            _, best = optimal(model, z)
+            phi[z].append(float(model.evaluate(greedy_double_sided(model, z))[1]) / best)
+    every = [p for v in phi.values() for p in v]
+    assert np.mean(every) >= 0.98
+    assert min(np.mean(v) for v in phi.values()) >= 0.97
+    assert min(every) >= 0.8
 
 
 def test_greedy_mean_optimality_on_a_fixed_sample() -> None:
+    """Coarse steps (n = 5): single instances can be well below the optimum (see
+    above), the mean cannot."""
     phis = []
     for seed in range(30):
         model = random_model(seed, 3, 5)
@@ -129,5 +192,5 @@ def test_configure_beats_greedy_where_the_budget_must_be_split() -> None:
             got = model.evaluate(configure(model, z))[1]
             assert got >= greedy * (1 - 1e-9)
             assert got == pytest.approx(best, rel=1e-9, abs=1e-12)
-            gaps += greedy < 0.97 * best
+            gaps += int(greedy < 0.97 * best)
     assert gaps > 0

@@ -113,22 +113,73 @@ def test_snapshot_restore_mid_stream_changes_nothing(mode: str) -> None:
     assert [r.id for r in out] == want
 
 
-def test_controller_settles_under_steady_overload() -> None:
-    """Steady 3.3× overload: z leaves 1 and stays in a band; drops shrink to a minority.
+#: the convergence scenarios: 80 s of input (40 adaptation intervals of Δ = 2 s)
+STEADY_S = 80.0
 
-    (They do not stop entirely: single probes — mostly window shredding — can cost more
-    than the 10-tuple queue buffers, a few intervals per minute; see the report.)
-    """
-    _, eng = run(shed_spec("grubjoin", share=0.3, utilization=0.9))
+
+@cache
+def steady_workload(m: int, seed: int) -> tuple[dict[str, Any], ...]:
+    ws = WorkloadSpec("sensors", streams=m, rates=(30.0,), duration_s=STEADY_S,
+                      lags_s=(0, 1.5, 3.5)[:m], kappas=(1, 1, 10)[:m], seed=seed)
+    return tuple(generate(ws))
+
+
+def steady_run(m: int, seed: int, shedding: dict[str, Any]) -> tuple[list[str], Engine]:
+    spec = parse_spec({
+        "join": {"streams": [f"s{i + 1}" for i in range(m)], "window_ms": 4000,
+                 "predicate": "band", "attribute": "value", "epsilon": 1.0},
+        "disorder": {"mode": "none"},
+        "shedding": {"basic_window_ms": 1000, "adapt_interval_ms": 2000, **shedding},
+    })
+    cfg = EngineConfig.from_spec(spec)
+    idx = {n: i for i, n in enumerate(cfg.streams)}
+    eng = Engine(cfg)
+    out = eng.process_many([event_from_dump(r, idx) for r in steady_workload(m, seed)])
+    return [r.id for r in out + eng.flush()], eng
+
+
+@cache
+def steady_full_cost_per_s(m: int, seed: int) -> float:
+    _, eng = steady_run(m, seed, {"mode": "off"})
+    return eng.stats.cost / STEADY_S
+
+
+@pytest.mark.parametrize(
+    ("m", "share", "seed", "shred_rate", "settled_drops"),
+    [
+        (2, 0.3, 3, 0.1, 0.0),
+        (2, 0.15, 4, 0.1, 0.0),
+        (3, 0.3, 3, 0.02, 0.0),
+        (3, 0.3, 5, 0.02, 0.0),
+        # ω = 0.1: a few window-shredding probes (whole windows after the first
+        # position) per minute outlast the 10-tuple queue on their own; no z prevents
+        # that, so single-probe drops remain (≈1% here, vs ≈2.6% before the ceiling)
+        (3, 0.3, 3, 0.1, 0.02),
+    ],
+    ids=["m2-3.3x", "m2-6.7x", "m3-3.3x-seed3", "m3-3.3x-seed5", "m3-3.3x-omega0.1"],
+)
+def test_controller_converges_under_steady_overload(m: int, share: float, seed: int,
+                                                    shred_rate: float,
+                                                    settled_drops: float) -> None:
+    """Issue #4: under steady overload (virtual CPU at ``share`` of the full join's cost,
+    10-tuple input queue) z settles and the queue drops stop.
+
+    Settled = the last 12 intervals (24 s of the 80 s): z varies by at most 1.5× and
+    no tuple is dropped (``settled_drops`` = 0) — or, where single window-shredding
+    probes outlast the queue by themselves, at most that share of the input."""
+    capacity = share * steady_full_cost_per_s(m, seed)
+    _, eng = steady_run(m, seed, {"mode": "grubjoin", "capacity": capacity, "queue": 10,
+                                  "utilization": 0.9, "shred_rate": shred_rate})
     rows = [r for r in eng.drain_metrics() if r["source"] == "shedding"]
+    assert len(rows) >= 38
     assert min(r["z"] for r in rows[:3]) < 1.0  # overloaded at once
-    late = rows[len(rows) // 2:]
+    assert sum(r["queue_drops"] for r in rows[:5]) > 0  # the start overflows the queue
+    late = rows[-12:]
     zs = [r["z"] for r in late]
-    assert max(zs) <= 3.0 * min(zs)                    # z stays in a band
-    assert np.mean(zs) < 0.8
+    assert max(zs) <= 1.5 * min(zs)
+    assert max(zs) < 0.5
     drops = sum(r["queue_drops"] for r in late)
-    pushed = sum(r["pushed"] for r in late)
-    assert drops <= 0.15 * pushed
+    assert drops <= settled_drops * sum(r["pushed"] for r in late)
     for r in rows:
         assert all(0.0 <= f <= 1.0 for row in r["harvest_fractions"] for f in row)
 

@@ -1,60 +1,108 @@
-"""The throttle fraction update (GrubJoin §IV-A), table-driven."""
+"""The throttle fraction update (GrubJoin §IV-A) and the learned ceiling, table-driven."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
 from pipeline.errors import ConfigError, OperatorStateError
-from pipeline.operators.throttle import Z_MIN, Throttle, ThrottleConfig
+from pipeline.operators.throttle import (
+    Z_MIN,
+    Ceiling,
+    CeilingConfig,
+    Throttle,
+    ThrottleConfig,
+)
 
 
 @pytest.mark.parametrize(
-    ("z0", "beta", "headroom", "cap", "want"),
+    ("z0", "beta", "headroom", "used", "cap", "want"),
     [
-        (1.0, 0.5, None, True, 0.5),      # fell behind: z ← β·z
-        (0.5, 0.8, 0.9, True, 0.4),       # β < 1 and over budget: cut
-        (0.5, 0.8, 10.0, True, 0.4),      # β < 1 under budget: burst drops still cut
-        (0.5, 0.8, 10.0, False, 0.4),     # paper's rule: cut
-        (0.5, 1.0, None, True, 0.6),      # boost γ = 1.2
-        (0.9, 1.0, None, True, 1.0),      # capped at 1
-        (0.5, 1.0, 1.1, True, 0.55),      # boost capped by measured headroom
-        (0.5, 1.0, 0.9, True, 0.45),      # over the utilization target: back off
-        (0.5, 1.0, 1.1, False, 0.6),      # paper's rule only
-        (0.002, 0.1, None, True, Z_MIN),  # floor
+        (1.0, 0.5, None, None, True, 0.5),     # fell behind: z ← β·z (paper)
+        (0.5, 0.8, 0.9, None, True, 0.4),      # β < 1: the paper's cut, whatever h says
+        (0.5, 0.8, 10.0, 0.1, True, 0.4),      # cuts apply to z, not to the level in use
+        (0.5, 1.0, None, None, True, 0.6),     # boost γ = 1.2 (paper)
+        (0.9, 1.0, None, None, True, 1.0),     # capped at 1
+        (0.5, 1.0, 1.1, None, True, 0.55),     # boost capped by the measured headroom
+        (0.5, 1.0, 0.9, None, True, 0.45),     # over the utilization target: back off
+        (0.5, 1.0, 1.1, None, False, 0.6),     # paper's rule only
+        (0.5, 1.0, 3.0, 0.1, True, 0.3),       # anti-windup: h × the level in use
+        (0.5, 1.0, 3.0, 0.4, True, 0.6),       # affordable: the paper's boost
+        (0.5, 1.0, 3.0, 0.1, False, 0.6),      # no headroom cap, no anti-windup
+        (0.5, 1.0, math.inf, 0.1, True, 0.6),  # nothing spent: no cap
+        (0.002, 0.1, None, None, True, Z_MIN),  # floor
     ],
 )
-def test_update(z0: float, beta: float, headroom: float | None, cap: bool,
-                want: float) -> None:
+def test_update(z0: float, beta: float, headroom: float | None, used: float | None,
+                cap: bool, want: float) -> None:
     t = Throttle(ThrottleConfig(boost=1.2, cap_by_headroom=cap), z=z0)
-    assert t.update(beta, headroom) == pytest.approx(want)
+    assert t.update(beta, headroom, used) == pytest.approx(want)
     assert t.z == pytest.approx(want)
 
 
-def test_burst_drops_lower_the_utilization_target() -> None:
-    """Drops under budget (h ≥ 1, β ≥ burst_beta) cut z and lower t by β; later boosts
-    are capped by t·h, and t relaxes back per drop-free interval."""
-    t = Throttle(ThrottleConfig(boost=1.2, relax=1.01), z=0.5)
-    t.update(0.9, 2.0)
-    assert t.z == pytest.approx(0.45)
-    assert t.target == pytest.approx(0.9)
-    t.update(1.0, 1.05)  # t·h = 0.945 < 1: back off instead of boosting
-    assert t.z == pytest.approx(0.45 * 0.9 * 1.05)
-    assert t.target == pytest.approx(0.9 * 1.01)
-    heavy = Throttle(ThrottleConfig(), z=1.0)
-    heavy.update(0.3, 1.2)  # most tuples lost: plain overload, t is kept
-    assert heavy.z == pytest.approx(0.3)
-    assert heavy.target == 1.0
-    back = Throttle.from_snapshot(t.config, t.snapshot())
-    assert (back.z, back.target) == (t.z, t.target)
+def test_clamp_only_lowers() -> None:
+    t = Throttle(ThrottleConfig(), z=0.5)
+    assert t.clamp(0.8) == 0.5
+    assert t.clamp(0.2) == 0.2
+    assert t.clamp(0.0) == Z_MIN
+
+
+@pytest.mark.parametrize(
+    ("before", "dropped", "overflows", "headroom", "learn"),
+    [
+        (0, 12, 4, 1.1, True),    # new drops, several overflows, at the target: learn
+        (0, 12, 4, 1.25, True),   # utilization 0.8 ≥ learn_above
+        (3, 12, 4, 1.1, False),   # drops continue: overload, the paper's cut alone
+        (0, 3, 1, 1.1, False),    # one overflow: a single probe outlasted the queue
+        (0, 12, 4, 2.0, False),   # utilization 0.5: not the mean load
+        (0, 0, 0, 1.1, False),    # no drops
+        (0, 12, 4, math.inf, False),
+    ],
+)
+def test_ceiling_learns_only_load_overflows(before: int, dropped: int, overflows: int,
+                                            headroom: float, learn: bool) -> None:
+    c = Ceiling(CeilingConfig(learn_above=0.75, min_overflows=2))
+    c.should_learn(before, 1 if before else 0, 1.0)  # the interval before
+    assert c.should_learn(dropped, overflows, headroom) is learn
+    assert c.calm is (dropped == 0)
+
+
+def test_first_interval_is_never_learned() -> None:
+    """Nothing is known about the interval before the first one (start-up overload)."""
+    assert not Ceiling(CeilingConfig()).should_learn(12, 4, 1.1)
+
+
+@pytest.mark.parametrize(("load", "kept"), [(90.0, True), (105.0, True), (70.0, False),
+                                            (125.0, False)])
+def test_ceiling_is_forgotten_when_the_input_rate_moves(load: float, kept: bool) -> None:
+    c = Ceiling(CeilingConfig(forget_change=0.2))
+    c.remember([[0, 2], [1, 0]], 0.5, 100.0)
+    c.forget_if_moved(load)
+    assert (c.counts is not None) is kept
+
+
+def test_ceiling_snapshot_roundtrip() -> None:
+    c = Ceiling(CeilingConfig())
+    c.remember([[0, 2], [1, 0]], 0.5, 100.0)
+    c.should_learn(0, 0, 1.0)
+    back = Ceiling.from_snapshot(c.config, c.snapshot())
+    assert (back.counts, back.share, back.load, back.calm) == (c.counts, 0.5, 100.0, True)
+    with pytest.raises(OperatorStateError):
+        Ceiling.from_snapshot(c.config, {"counts": [["x"]], "share": 1.0, "load": 1.0})
 
 
 def test_bad_values() -> None:
     with pytest.raises(ConfigError, match="boost"):
         ThrottleConfig(boost=1.0)
-    with pytest.raises(ConfigError, match="burst_beta"):
-        ThrottleConfig(burst_beta=0.0)
-    with pytest.raises(ConfigError, match="relax"):
-        ThrottleConfig(relax=0.9)
+    with pytest.raises(ConfigError, match="margin"):
+        CeilingConfig(margin=1.0)
+    with pytest.raises(ConfigError, match="learn_above"):
+        CeilingConfig(learn_above=-0.1)
+    with pytest.raises(ConfigError, match="min_overflows"):
+        CeilingConfig(min_overflows=0)
+    with pytest.raises(ConfigError, match="forget_change"):
+        CeilingConfig(forget_change=0.0)
     with pytest.raises(OperatorStateError, match="beta"):
         Throttle(ThrottleConfig()).update(-1.0)
     with pytest.raises(OperatorStateError):

@@ -58,6 +58,27 @@ def test_admission_matches_a_fifo_simulation(gaps: list[int], costs: list[float]
     assert reading.pushed == len(arrivals)
     assert reading.dropped == got.count(False)
     assert reading.consumed == got.count(True)  # everything started by the far future
+    # overflow episodes: runs of consecutive drops
+    runs = sum(1 for k, ok in enumerate(got) if not ok and (k == 0 or got[k - 1]))
+    assert reading.overflows == runs
+
+
+def test_overflow_episodes_tell_one_long_probe_from_a_sustained_excess() -> None:
+    """One probe outlasting the queue makes one episode; an excess of many ordinary
+    probes makes the queue overflow again and again."""
+    long_probe = VirtualCpu(VirtualCpuConfig(capacity=1000.0, queue=2))
+    for k in range(20):  # 100 tuples/s; the first costs 200 ms, the others 1 ms
+        if long_probe.admit(k * 10):
+            long_probe.charge(200.0 if k == 0 else 1.0, k * 10)
+    r = long_probe.measure(1000, 1000)
+    assert r.dropped > 5 and r.overflows == 1
+    excess = VirtualCpu(VirtualCpuConfig(capacity=1000.0, queue=2))
+    for k in range(100):  # every tuple costs 12 ms at 100 tuples/s
+        if excess.admit(k * 10):
+            excess.charge(12.0, k * 10)
+    r = excess.measure(1000, 1000)
+    assert r.overflows >= 5
+    assert excess.measure(2000, 1000).overflows == 0  # counted per interval
 
 
 def test_beta_and_headroom_under_overload() -> None:
@@ -85,6 +106,10 @@ def test_idle_server_never_drops() -> None:
 
 def test_snapshot_roundtrip_is_exact() -> None:
     cfg = VirtualCpuConfig(capacity=500.0, queue=3)
+    mid = VirtualCpu(cfg)
+    mid.overflows, mid.last_dropped = 2, True
+    back = VirtualCpu.from_snapshot(cfg, mid.snapshot())
+    assert (back.overflows, back.last_dropped) == (2, True)
     a, b = VirtualCpu(cfg), None
     decisions = []
     for k in range(60):
