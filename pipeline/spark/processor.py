@@ -27,12 +27,15 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from pipeline.logging import get_logger
 from pipeline.spark.instance import (
     DEADLETTER_KEY,
     InstanceConfig,
     JoinInstance,
     dead_letter_frame,
 )
+
+log = get_logger(__name__)
 
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
 
@@ -79,10 +82,12 @@ class JoinProcessor(StatefulProcessor):
         data = b"".join(bytes(row[0]) for row in self.blob.get())
         return JoinInstance.load(self.config.instance, route_key, data, WALL_CLOCK)
 
-    def _save(self, inst: JoinInstance) -> None:
+    def _save(self, inst: JoinInstance) -> int:
+        """Store the instance; returns the state's size in bytes."""
         data = inst.dump()
         size = self.config.chunk_bytes
         self.blob.put([(data[i:i + size],) for i in range(0, len(data), size)])
+        return len(data)
 
     def _arm(self) -> None:
         """One timer, ``idle_flush_ms`` after now (wall clock: the batch may have been long)."""
@@ -102,10 +107,17 @@ class JoinProcessor(StatefulProcessor):
             for f in frames:
                 yield dead_letter_frame(f)
             return
+        t0 = time.perf_counter()
         inst = self._load(route_key)
-        out = inst.process(pd.concat(frames, ignore_index=True))
-        self._save(inst)
+        t1 = time.perf_counter()
+        frame = pd.concat(frames, ignore_index=True)
+        out = inst.process(frame)
+        t2 = time.perf_counter()
+        size = self._save(inst)
         self._arm()
+        log.info("micro-batch", route_key=route_key, rows=len(frame),
+                 load_s=round(t1 - t0, 3), process_s=round(t2 - t1, 3),
+                 save_s=round(time.perf_counter() - t2, 3), state_mb=round(size / 1e6, 2))
         yield from out
 
     def handleExpiredTimer(  # noqa: N802 - Spark API name
