@@ -54,10 +54,6 @@ WINDOW_MS = 60_000
 EPSILON = 0.005
 #: the wall budget's share of real time for the join (the rest: Spark, decode, output)
 UTILIZATION = 0.6
-#: c_p of the cost model in comparisons: ~140 µs of per-probe Python work at ~3 ns per
-#: vectorized comparison (measured here), so GrubJoin stops configuring probes that scan
-#: one window for almost nothing and probes fewer tuples instead (costmodel docstring)
-PROBE_COST = 45_000.0
 #: the steady span skips the window fill (w of the run) and the final idle flush
 WARMUP, TAIL = 0.35, 0.1
 EQUI_DURATION_S = 60.0
@@ -91,7 +87,7 @@ def sensor_spec(method: str) -> Spec:
     return with_overrides(
         load_spec(SENSOR_SPEC),
         join={"window_ms": WINDOW_MS, "epsilon": EPSILON},
-        shedding={"mode": method, "utilization": UTILIZATION, "probe_cost": PROBE_COST},
+        shedding={"mode": method, "utilization": UTILIZATION},
         disorder={"mode": "fixed", "slack_ms": 3000},
         job={"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP},
     )
@@ -257,7 +253,7 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
     return {
         "quick": quick, "speedup": speedup, "duration_s": duration_s,
         "trigger_ms": trigger_ms, "window_ms": WINDOW_MS, "epsilon": EPSILON,
-        "utilization": UTILIZATION, "probe_cost": PROBE_COST,
+        "utilization": UTILIZATION, "probe_cost": sensor_spec("grubjoin").shedding.probe_cost,
         "steady_span": {"warmup": WARMUP, "tail": TAIL}, "capacity": cap,
         "rows": [r.row() for r in rows], "summary": summary, "targets_met": targets,
     }

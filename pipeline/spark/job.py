@@ -18,6 +18,7 @@ duplicates removable (the consumer/evaluator dedups by id).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -197,7 +198,7 @@ def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
         return passthrough_rows(decoded, dcfg.field_names, (results, deadletters),
                                 serde.header(dcfg.schema_name), dcfg.schema_json)
     pconf = ProcessorConfig(InstanceConfig.from_spec(cfg.spec, dcfg.attribute_names),
-                            idle_flush_ms=cfg.idle_flush_ms)
+                            idle_flush_ms=cfg.idle_flush_ms, run_token=uuid.uuid4().hex)
     joined = _routed(envelope(decoded, dcfg), cfg.spec).groupBy("route_key") \
         .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")
     return _encode_outputs(joined, cfg, serde)

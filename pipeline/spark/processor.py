@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
-from pyspark.sql.types import BinaryType, StructField, StructType
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from pipeline.logging import get_logger
 from pipeline.spark.instance import (
@@ -47,18 +47,28 @@ class ProcessorConfig:
     instance: InstanceConfig
     idle_flush_ms: int = 3_000
     chunk_bytes: int = 1 << 20
+    #: names this run for the worker-side instance cache (new per job start)
+    run_token: str = ""
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form."""
         return {"instance": self.instance.snapshot(), "idle_flush_ms": self.idle_flush_ms,
-                "chunk_bytes": self.chunk_bytes}
+                "chunk_bytes": self.chunk_bytes, "run_token": self.run_token}
 
     @classmethod
     def from_snapshot(cls, snap: dict[str, Any]) -> ProcessorConfig:
         """Inverse of :meth:`snapshot`."""
         return cls(InstanceConfig.from_snapshot(snap["instance"]), int(snap["idle_flush_ms"]),
-                   int(snap["chunk_bytes"]))
+                   int(snap["chunk_bytes"]), str(snap.get("run_token", "")))
 
+
+VERSION_SCHEMA = StructType([StructField("version", LongType(), False)])
+#: the Python worker's live instances: (run token, route key) → (state version, instance).
+#: A batch whose stored version equals the cached one resumes the live object instead of
+#: unpickling the state blob; after a failed or replayed batch the versions differ (the
+#: state store rolled back) and the blob is read again. The blob is still written every
+#: batch: the checkpoint, not this cache, is what a restart resumes from.
+_LIVE: dict[tuple[str, int], tuple[int, JoinInstance]] = {}
 
 #: the instances' wall clock (epoch seconds): emit times, the wall budget's timing, and its
 #: lag guard, which compares against the input records' Kafka timestamps
@@ -74,19 +84,33 @@ class JoinProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.blob = handle.getListState("engine", CHUNK_SCHEMA)
+        self.version = handle.getValueState("version", VERSION_SCHEMA)
 
     # ------------------------------------------------------------------ state
+    def _stored_version(self) -> int:
+        row = self.version.get() if self.version.exists() else None
+        return int(row[0]) if row is not None else 0
+
     def _load(self, route_key: int) -> JoinInstance:
         if not self.blob.exists():
             return JoinInstance(self.config.instance, route_key, WALL_CLOCK)
+        # taken out while in use: a batch that fails before _save leaves no live entry
+        live = _LIVE.pop((self.config.run_token, route_key), None)
+        if self.config.run_token and live is not None and live[0] == self._stored_version():
+            return live[1]
         data = b"".join(bytes(row[0]) for row in self.blob.get())
         return JoinInstance.load(self.config.instance, route_key, data, WALL_CLOCK)
 
     def _save(self, inst: JoinInstance) -> int:
-        """Store the instance; returns the state's size in bytes."""
+        """Store the instance (and remember it live under the new version); returns the
+        state's size in bytes."""
         data = inst.dump()
         size = self.config.chunk_bytes
         self.blob.put([(data[i:i + size],) for i in range(0, len(data), size)])
+        version = self._stored_version() + 1
+        self.version.update((version,))
+        if self.config.run_token:
+            _LIVE[(self.config.run_token, inst.route_key)] = (version, inst)
         return len(data)
 
     def _arm(self) -> None:

@@ -43,13 +43,19 @@ class JobReport:
     stopped: str = "running"
     #: wall milliseconds of each micro-batch that read input (``triggerExecution``)
     batch_ms: list[float] = field(default_factory=list)
+    #: Spark's per-phase wall milliseconds of those batches (``durationMs``: addBatch,
+    #: walCommit, queryPlanning, ...), to see where a batch's time goes
+    phase_ms: dict[str, list[float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain dict; batch durations summarized as p50/max."""
+        """Plain dict; batch durations summarized as p50/max, phases as p50."""
         data = asdict(self)
         durations = sorted(data.pop("batch_ms"))
         data["batch_ms_p50"] = durations[len(durations) // 2] if durations else None
         data["batch_ms_max"] = durations[-1] if durations else None
+        phases = data.pop("phase_ms")
+        data["phase_ms_p50"] = {k: sorted(v)[len(v) // 2] for k, v in sorted(phases.items())
+                                if v}
         return data
 
 
@@ -137,6 +143,8 @@ class ProgressWatch:
             if int(p.numInputRows) > 0:
                 got_input = True
                 r.batch_ms.append(float(p.batchDuration))
+                for phase, ms in (p.durationMs or {}).items():
+                    r.phase_ms.setdefault(str(phase), []).append(float(ms))
                 end = ts + float(p.batchDuration)
                 self.last_input_ms = max(self.last_input_ms or end, end)
         return got_input
