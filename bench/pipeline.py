@@ -1,7 +1,7 @@
 """`harvest bench pipeline [--quick]`: the whole pipeline under load, on real Kafka + Spark.
 
-Part 1 — nonaligned sensors (the demo's workload and spec; one route key, K = the
-disorder's maximum delay so only shedding costs recall), input rates from below to ~3×
+Part 1 — nonaligned sensors (the demo's workload and spec, with its quality-driven K at
+Γ = 0.95; one route key), input rates from below to ~3×
 the full join's measured capacity (:mod:`pipeline.capacity`), for shedding ``off``,
 ``grubjoin`` and ``randomdrop`` (wall budget): output rate, recall and precision vs the
 oracle, end-to-end latency p50/p99 and its trend from Kafka append times
@@ -88,7 +88,6 @@ def sensor_spec(method: str) -> Spec:
         load_spec(SENSOR_SPEC),
         join={"window_ms": WINDOW_MS, "epsilon": EPSILON},
         shedding={"mode": method, "utilization": UTILIZATION},
-        disorder={"mode": "fixed", "slack_ms": 3000},
         job={"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP},
     )
 

@@ -143,7 +143,7 @@ class ProgressWatch:
             if int(p.numInputRows) > 0:
                 got_input = True
                 r.batch_ms.append(float(p.batchDuration))
-                for phase, ms in (p.durationMs or {}).items():
+                for phase, ms in (getattr(p, "durationMs", None) or {}).items():
                     r.phase_ms.setdefault(str(phase), []).append(float(ms))
                 end = ts + float(p.batchDuration)
                 self.last_input_ms = max(self.last_input_ms or end, end)

@@ -35,6 +35,7 @@ class Progress:
     timestamp: str
     batchDuration: int  # noqa: N815
     observedMetrics: dict[str, Any] = field(default_factory=dict)  # noqa: N815
+    durationMs: dict[str, int] = field(default_factory=dict)  # noqa: N815
 
 
 @pytest.mark.parametrize(("cli", "spec_job", "env", "want"), [
@@ -101,6 +102,16 @@ def test_progress_watch_counts_each_batch_once_and_detects_the_flush() -> None:
     w.update([p2])
     assert w.flushed(2000)
     assert (report.batches, report.results, report.metrics) == (3, 10, 2)
+
+
+def test_report_summarizes_spark_phase_times_of_batches_with_input() -> None:
+    report = JobReport()
+    w = ProgressWatch(report)
+    for i, add in enumerate([900, 300, 600]):
+        w.update([Progress(i, 10, f"2026-01-01T00:00:0{i}.000Z", 1000, {},
+                           {"addBatch": add, "walCommit": 20})])
+    w.update([Progress(3, 0, "2026-01-01T00:00:05.000Z", 10, {}, {"addBatch": 5})])  # idle
+    assert report.to_json()["phase_ms_p50"] == {"addBatch": 600.0, "walCommit": 20.0}
 
 
 def test_java_client_options_for_sasl(tmp_path: Path) -> None:
