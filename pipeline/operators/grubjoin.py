@@ -91,6 +91,13 @@ def probe_share(model: HarvestModel, counts: np.ndarray, z: float) -> float:
     return float(max(MIN_SHARE, budget / cost))
 
 
+def shared_cost(model: HarvestModel, counts: np.ndarray, share: float) -> float:
+    """Ours: modelled cost of ``counts`` (by position) when only a ``share`` of the
+    configured tuples probe: fixed + share·(C(counts) − fixed)."""
+    fixed = model.fixed_cost()
+    return fixed + share * (float(model.evaluate(counts)[0]) - fixed)
+
+
 def budget_share(model: HarvestModel, counts: np.ndarray, share: float,
                  z_model: float) -> float:
     """Ours (anti-windup): the share of the budget z_model·C(1) that ``counts``
@@ -98,9 +105,7 @@ def budget_share(model: HarvestModel, counts: np.ndarray, share: float,
     budget = z_model * model.full_cost()
     if budget <= 0.0:
         return 1.0
-    fixed = model.fixed_cost()
-    cost = fixed + share * (float(model.evaluate(counts)[0]) - fixed)
-    return float(min(1.0, max(0.0, cost / budget)))
+    return float(min(1.0, max(0.0, shared_cost(model, counts, share) / budget)))
 
 
 def _by_partner(model: HarvestModel, counts: np.ndarray) -> np.ndarray:
@@ -257,8 +262,7 @@ class GrubJoinShedder:
         partner stream), probing on a ``share`` of its directions' tuples."""
         rows = np.arange(model.m)[:, None]
         counts = np.minimum(partner_counts[rows, np.asarray(model.orders)], model.max_counts())
-        fixed = model.fixed_cost()
-        return fixed + share * (float(model.evaluate(counts)[0]) - fixed)
+        return shared_cost(model, counts, share)
 
     def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
         """The throttle fraction handed to the solver, in the model's own cost units.
