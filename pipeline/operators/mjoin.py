@@ -27,7 +27,13 @@ from numpy.typing import NDArray
 from pipeline.errors import ConfigError, OperatorStateError
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.predicates import DensePredicate, Predicate
-from pipeline.operators.windows import BasicWindow, Rows, StreamWindow, logical_spans
+from pipeline.operators.windows import (
+    BasicWindow,
+    Rows,
+    StreamWindow,
+    logical_spans,
+    row_count,
+)
 
 I64 = NDArray[np.int64]
 NEG_INF = -(2**62)
@@ -274,12 +280,7 @@ class MWayJoin:
                     checks += int(cand.size)
                     scanned_here += 1 + k * int(hit_rows.size)
                 else:
-                    if rows is None:
-                        n = len(bw)
-                    elif isinstance(rows, slice):  # contiguous rows (harvested_parts)
-                        n = rows.stop - rows.start
-                    else:
-                        n = int(rows.size)
+                    n = row_count(bw, rows)
                     scanned_here += k * n  # the NLJ's tuple comparisons (GrubJoin cost)
                     # every member must match the probing tuple: test that first (1×n)
                     # and compare the k partial results only with the rows that pass it

@@ -32,7 +32,9 @@ Rows = NDArray[np.int64] | slice | None
 
 
 class BasicWindow:
-    """Columns of the tuples of one basic window (unsorted within; min/max ts tracked)."""
+    """Columns of the tuples of one basic window (min/max ts tracked). A dense store keeps
+    its rows in ts order (late tuples are inserted in place); a sparse one appends them
+    and is ``ordered`` only until the first late tuple."""
 
     __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "feats", "max_ts", "min_ts",
                  "ordered", "seq", "ts")
@@ -251,8 +253,7 @@ class StreamWindow:
                     break
                 bw = self.bws[bid]
                 rows = bw.rows_between(t_lo, t_hi)
-                if rows is None or (rows.stop > rows.start if isinstance(rows, slice)
-                                    else rows.size):
+                if row_count(bw, rows):
                     out.append((bw, rows))
         return out
 
@@ -295,6 +296,15 @@ class StreamWindow:
 
 
 _NO_ROWS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+
+def row_count(bw: BasicWindow, rows: Rows) -> int:
+    """How many rows ``rows`` names in ``bw`` (None = all of them)."""
+    if rows is None:
+        return len(bw)
+    if isinstance(rows, slice):
+        return int(rows.stop - rows.start)
+    return int(rows.size)
 
 
 def logical_spans(chosen: tuple[int, ...], n: int) -> tuple[tuple[int, int], ...]:
