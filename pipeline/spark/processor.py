@@ -91,23 +91,25 @@ class JoinProcessor(StatefulProcessor):
         row = self.version.get() if self.version.exists() else None
         return int(row[0]) if row is not None else 0
 
-    def _load(self, route_key: int) -> JoinInstance:
+    def _load(self, route_key: int) -> tuple[JoinInstance, int]:
+        """The key's instance and its stored state version (0: no state yet)."""
         if not self.blob.exists():
-            return JoinInstance(self.config.instance, route_key, WALL_CLOCK)
+            return JoinInstance(self.config.instance, route_key, WALL_CLOCK), 0
+        version = self._stored_version()
         # taken out while in use: a batch that fails before _save leaves no live entry
         live = _LIVE.pop((self.config.run_token, route_key), None)
-        if self.config.run_token and live is not None and live[0] == self._stored_version():
-            return live[1]
+        if self.config.run_token and live is not None and live[0] == version:
+            return live[1], version
         data = b"".join(bytes(row[0]) for row in self.blob.get())
-        return JoinInstance.load(self.config.instance, route_key, data, WALL_CLOCK)
+        return JoinInstance.load(self.config.instance, route_key, data, WALL_CLOCK), version
 
-    def _save(self, inst: JoinInstance) -> int:
-        """Store the instance (and remember it live under the new version); returns the
-        state's size in bytes."""
+    def _save(self, inst: JoinInstance, loaded_version: int) -> int:
+        """Store the instance under the next version (and remember it live); returns
+        the state's size in bytes."""
         data = inst.dump()
         size = self.config.chunk_bytes
         self.blob.put([(data[i:i + size],) for i in range(0, len(data), size)])
-        version = self._stored_version() + 1
+        version = loaded_version + 1
         self.version.update((version,))
         if self.config.run_token:
             _LIVE[(self.config.run_token, inst.route_key)] = (version, inst)
@@ -132,12 +134,12 @@ class JoinProcessor(StatefulProcessor):
                 yield dead_letter_frame(f)
             return
         t0 = time.perf_counter()
-        inst = self._load(route_key)
+        inst, version = self._load(route_key)
         t1 = time.perf_counter()
         frame = pd.concat(frames, ignore_index=True)
         out = inst.process(frame)
         t2 = time.perf_counter()
-        size = self._save(inst)
+        size = self._save(inst, version)
         self._arm()
         log.info("micro-batch", route_key=route_key, rows=len(frame),
                  load_s=round(t1 - t0, 3), process_s=round(t2 - t1, 3),
@@ -149,9 +151,9 @@ class JoinProcessor(StatefulProcessor):
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
         if not self.blob.exists():
             return
-        inst = self._load(int(key[0]))
+        inst, version = self._load(int(key[0]))
         out = inst.flush()
-        self._save(inst)
+        self._save(inst, version)
         yield from out
 
     def close(self) -> None:

@@ -120,6 +120,6 @@ def test_a_stale_live_instance_is_not_resumed() -> None:
     list(p.handleInputRows((0,), iter([frame(records(3)[:50])]), None))  # type: ignore[arg-type]
     store.commit()
     version, live = proc._LIVE[("stale", 0)]
-    assert version == 1 and p._load(0) is live  # resumed: same version
+    assert version == 1 and p._load(0) == (live, 1)  # resumed: same version
     proc._LIVE[("stale", 0)] = (version + 5, live)  # a version the store never committed
-    assert p._load(0) is not live
+    assert p._load(0)[0] is not live
