@@ -50,13 +50,17 @@ class JobReport:
     def to_json(self) -> dict[str, Any]:
         """Plain dict; batch durations summarized as p50/max, phases as p50."""
         data = asdict(self)
-        durations = sorted(data.pop("batch_ms"))
-        data["batch_ms_p50"] = durations[len(durations) // 2] if durations else None
-        data["batch_ms_max"] = durations[-1] if durations else None
+        durations = data.pop("batch_ms")
+        data["batch_ms_p50"] = _p50(durations)
+        data["batch_ms_max"] = max(durations) if durations else None
         phases = data.pop("phase_ms")
-        data["phase_ms_p50"] = {k: sorted(v)[len(v) // 2] for k, v in sorted(phases.items())
-                                if v}
+        data["phase_ms_p50"] = {k: _p50(v) for k, v in sorted(phases.items()) if v}
         return data
+
+
+def _p50(values: list[float]) -> float | None:
+    """The upper median (None for no values)."""
+    return sorted(values)[len(values) // 2] if values else None
 
 
 def java_client_options(settings: Settings) -> dict[str, str]:

@@ -18,15 +18,20 @@ def _window(ts_list: list[int], b: int) -> StreamWindow:
     return win
 
 
+#: a window filled in any ts order, and a probe: its logical windows (n of b ms), the
+#: chosen ones (some out of range), its ts past the newest tuple, and its window span
+PROBES = {
+    "ts_list": st.lists(st.integers(0, 400), min_size=1, max_size=60),
+    "b": st.sampled_from([7, 10, 25]),
+    "n": st.integers(1, 12),
+    "chosen": st.lists(st.integers(-1, 13), max_size=5),
+    "probe_at": st.integers(0, 200),
+    "span": st.integers(0, 400),
+}
+
+
 @settings(max_examples=80, deadline=None)
-@given(
-    ts_list=st.lists(st.integers(0, 400), min_size=1, max_size=60),
-    b=st.sampled_from([7, 10, 25]),
-    n=st.integers(1, 12),
-    chosen=st.lists(st.integers(-1, 13), max_size=5),
-    probe_at=st.integers(0, 200),
-    span=st.integers(0, 400),
-)
+@given(**PROBES)
 def test_logical_parts_hold_exactly_the_chosen_logical_windows(
     ts_list: list[int], b: int, n: int, chosen: list[int], probe_at: int, span: int
 ) -> None:
@@ -68,14 +73,7 @@ def test_count_from_and_size_equal_brute_force_after_expiry_and_restore(
 
 
 @settings(max_examples=80, deadline=None)
-@given(
-    ts_list=st.lists(st.integers(0, 400), min_size=1, max_size=60),
-    b=st.sampled_from([7, 10, 25]),
-    n=st.integers(1, 12),
-    chosen=st.lists(st.integers(-1, 13), max_size=5),
-    probe_at=st.integers(0, 200),
-    span=st.integers(0, 400),
-)
+@given(**PROBES)
 def test_harvested_parts_are_exactly_the_chosen_logical_windows_in_order(
     ts_list: list[int], b: int, n: int, chosen: list[int], probe_at: int, span: int
 ) -> None:
