@@ -13,6 +13,14 @@ the newest K ms of every stream). ``p99_all_ms`` keeps every result. The latency
 is the least-squares slope of latency against completion time over the steady span (ms
 of latency gained per second of run): ≈ 0 when the job keeps up, > 0 when it falls
 behind and its backlog grows.
+
+``output_rate`` and ``recall`` are taken over the same steady span: the correct results
+completed inside it per second of stream time, and their share of the oracle's results
+completed inside it (completion = the latest member's append time, for ours and the
+oracle's alike). The whole run's numbers are kept as ``output_rate_all`` /
+``recall_all``: they also count the window fill, when nothing is shed yet, and a
+controller's convergence transient, when a method runs over its budget and pays for it
+in latency rather than output.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ class RunMeasure:
     batch_ms_p50: float | None = None
     batch_ms_max: float | None = None
     stopped: str = ""
+    output_rate_all: float | None = None  # the whole run (see the module docstring)
+    recall_all: float | None = None
 
     def row(self) -> dict[str, Any]:
         """The JSON row (the contract fields first)."""
@@ -61,7 +71,8 @@ class RunMeasure:
             "duplicates": self.duplicates, "wall_s": self.wall_s,
             "p99_all_ms": self.p99_all_ms, "latency_slope": self.latency_slope,
             "batch_ms_p50": self.batch_ms_p50, "batch_ms_max": self.batch_ms_max,
-            "stopped": self.stopped,
+            "stopped": self.stopped, "output_rate_all": self.output_rate_all,
+            "recall_all": self.recall_all,
         }
 
 
@@ -80,20 +91,40 @@ def our_id(record: Mapping[str, Any]) -> str:
     return result_id(members)
 
 
+MemberKey = tuple[str, int]  # (stream, seq)
+
+
+def appended_at(inputs: Sequence[Consumed]) -> dict[MemberKey, int]:
+    """(stream, seq) → Kafka append time (ms) of every input record that has one."""
+    return {(str(c.record["stream"]), int(c.record["seq"])): c.timestamp_ms
+            for c in inputs if c.timestamp_ms is not None}
+
+
+def completed_at(keys: Sequence[MemberKey], appended: Mapping[MemberKey, int]
+                 ) -> float | None:
+    """A result's completion: its latest member's append time; None if one is unknown."""
+    times = [appended.get(k) for k in keys]
+    if not times or any(t is None for t in times):
+        return None
+    return float(max(t for t in times if t is not None))
+
+
+def member_keys(record: Mapping[str, Any]) -> list[MemberKey]:
+    """The (stream, seq) of each member of a ``join_result`` record."""
+    return [(str(m["stream"]), int(m["seq"])) for m in record["members"]]
+
+
 def completions(inputs: Sequence[Consumed], results: Sequence[Consumed]
                 ) -> list[tuple[float, float]]:
     """Per result: (append time of its latest member, latency ms); results with a member
     of unknown append time are skipped."""
-    appended = {(str(c.record["stream"]), int(c.record["seq"])): c.timestamp_ms
-                for c in inputs if c.timestamp_ms is not None}
+    appended = appended_at(inputs)
     out: list[tuple[float, float]] = []
     for c in results:
         if c.timestamp_ms is None:
             continue
-        times = [appended.get((str(m["stream"]), int(m["seq"]))) for m in c.record["members"]]
-        known = [t for t in times if t is not None]
-        if known and len(known) == len(times):
-            done = float(max(known))
+        done = completed_at(member_keys(c.record), appended)
+        if done is not None:
             out.append((done, float(c.timestamp_ms) - done))
     return out
 
@@ -103,17 +134,49 @@ def latencies_ms(inputs: Sequence[Consumed], results: Sequence[Consumed]) -> lis
     return [lat for _, lat in completions(inputs, results)]
 
 
-def steady(points: Sequence[tuple[float, float]], inputs: Sequence[Consumed],
-           warmup: float, tail: float) -> list[tuple[float, float]]:
-    """The points completed inside [first + warmup·span, last − tail·span] of the input
-    append times (see the module docstring)."""
+def steady_bounds(inputs: Sequence[Consumed], warmup: float, tail: float
+                  ) -> tuple[float, float] | None:
+    """[first + warmup·span, last − tail·span] of the input append times (ms)."""
     stamps = [c.timestamp_ms for c in inputs if c.timestamp_ms is not None]
     if not stamps:
-        return []
+        return None
     first, last = float(min(stamps)), float(max(stamps))
     span = last - first
-    lo, hi = first + warmup * span, last - tail * span
+    return first + warmup * span, last - tail * span
+
+
+def steady(points: Sequence[tuple[float, float]], inputs: Sequence[Consumed],
+           warmup: float, tail: float) -> list[tuple[float, float]]:
+    """The points completed inside :func:`steady_bounds` (see the module docstring)."""
+    bounds = steady_bounds(inputs, warmup, tail)
+    if bounds is None:
+        return []
+    lo, hi = bounds
     return [(t, lat) for t, lat in points if lo <= t <= hi]
+
+
+def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
+                   truth: Mapping[str, Sequence[MemberKey]], inputs: Sequence[Consumed],
+                   warmup: float, tail: float, speedup: float = 1.0
+                   ) -> tuple[float, float] | None:
+    """(output rate, recall) over the steady span: correct results completed inside it
+    per second of stream time (append time × ``speedup``), and their share of the true
+    results completed inside it. None without a span or true results inside it."""
+    bounds = steady_bounds(inputs, warmup, tail)
+    if bounds is None or bounds[1] <= bounds[0]:
+        return None
+    lo, hi = bounds
+    appended = appended_at(inputs)
+
+    def inside(keys: Sequence[MemberKey]) -> bool:
+        done = completed_at(keys, appended)
+        return done is not None and lo <= done <= hi
+
+    n_true = sum(1 for keys in truth.values() if inside(keys))
+    if n_true == 0:
+        return None
+    n_ok = sum(1 for rid, keys in correct.items() if rid in truth and inside(keys))
+    return n_ok / ((hi - lo) / 1000.0 * speedup), n_ok / n_true
 
 
 def slope_ms_per_s(points: Sequence[tuple[float, float]]) -> float | None:
@@ -129,32 +192,38 @@ def slope_ms_per_s(points: Sequence[tuple[float, float]]) -> float | None:
 
 def measure(
     *, workload: str, method: str, input_rate: float, duration_s: float,
-    truth_ids: set[str], inputs: Sequence[Consumed], results: Sequence[Consumed],
-    wall_s: float, warmup: float = 0.0, tail: float = 0.0,
-    batch_ms: Sequence[float] = (), stopped: str = "",
+    truth: Mapping[str, Sequence[MemberKey]], inputs: Sequence[Consumed],
+    results: Sequence[Consumed], wall_s: float, warmup: float = 0.0, tail: float = 0.0,
+    speedup: float = 1.0, batch_ms: Sequence[float] = (), stopped: str = "",
 ) -> RunMeasure:
-    """Recall/precision against the oracle's ids; latency percentiles (steady span) and
-    trend; output rate."""
-    ids = [our_id(c.record) for c in results]
-    distinct = set(ids)
-    correct = distinct & truth_ids
+    """Recall/precision against the oracle (``truth``: result id → member keys); latency
+    percentiles and trend, output rate and recall over the steady span (the whole run's
+    output rate and recall too)."""
+    by_id = {our_id(c.record): c.record for c in results}
+    ids_total = len(results)
+    distinct = set(by_id)
+    correct = {rid: member_keys(by_id[rid]) for rid in distinct if rid in truth}
     points = completions(inputs, results)
     lat_all = [lat for _, lat in points]
     kept = steady(points, inputs, warmup, tail)
     lat = [lat for _, lat in kept]
     batches = sorted(batch_ms)
+    rate_all = len(correct) / duration_s
+    recall_all = len(correct) / len(truth) if truth else 1.0
+    span = (steady_quality(correct, truth, inputs, warmup, tail, speedup)
+            if warmup > 0.0 or tail > 0.0 else None)
     return RunMeasure(
         workload=workload, method=method, input_rate=input_rate,
-        output_rate=len(correct) / duration_s,
-        recall=len(correct) / len(truth_ids) if truth_ids else 1.0,
+        output_rate=span[0] if span is not None else rate_all,
+        recall=span[1] if span is not None else recall_all,
         precision=len(correct) / len(distinct) if distinct else 1.0,
         p50_ms=float(np.percentile(lat, 50)) if lat else None,
         p99_ms=float(np.percentile(lat, 99)) if lat else None,
-        results=len(distinct), true_results=len(truth_ids),
-        duplicates=len(ids) - len(distinct), wall_s=wall_s,
+        results=len(distinct), true_results=len(truth),
+        duplicates=ids_total - len(distinct), wall_s=wall_s,
         p99_all_ms=float(np.percentile(lat_all, 99)) if lat_all else None,
         latency_slope=slope_ms_per_s(kept),
         batch_ms_p50=batches[len(batches) // 2] if batches else None,
         batch_ms_max=batches[-1] if batches else None,
-        stopped=stopped,
+        stopped=stopped, output_rate_all=rate_all, recall_all=recall_all,
     )

@@ -24,6 +24,11 @@ def _result(members: list[tuple[str, int]], ts: int | None) -> Consumed:
     return Consumed("results", 0, 0, None, ts, "join_result", record)
 
 
+def _truth(results: list[Consumed]) -> dict[str, list[tuple[str, int]]]:
+    return {our_id(r.record): [(str(m["stream"]), int(m["seq"])) for m in r.record["members"]]
+            for r in results}
+
+
 INPUTS = [_input("s1", 1, 1000), _input("s2", 1, 1300), _input("s2", 2, 2000),
           _input("s3", 5, None)]
 
@@ -52,13 +57,15 @@ def test_our_id_matches_result_id() -> None:
 def test_measure_recall_precision_duplicates_rate() -> None:
     good = _result([("s1", 1), ("s2", 1)], 1500)
     other = _result([("s1", 1), ("s2", 2)], 2100)
-    truth = {our_id(good.record), "missing-1", "missing-2", "missing-3"}
+    truth = {our_id(good.record): [("s1", 1), ("s2", 1)], "missing-1": [("s1", 1)],
+             "missing-2": [("s2", 2)], "missing-3": [("s2", 1)]}
     m = measure(workload="w", method="grubjoin", input_rate=5.0, duration_s=2.0,
-                truth_ids=truth, inputs=INPUTS, results=[good, good, other], wall_s=1.0)
+                truth=truth, inputs=INPUTS, results=[good, good, other], wall_s=1.0)
     assert m.recall == pytest.approx(0.25)
     assert m.precision == pytest.approx(0.5)  # `other` is not a true result
     assert m.duplicates == 1 and m.results == 2
-    assert m.output_rate == pytest.approx(0.5)
+    assert m.output_rate == pytest.approx(0.5)  # no steady span asked: the whole run
+    assert (m.output_rate_all, m.recall_all) == (m.output_rate, m.recall)
     assert m.p50_ms == pytest.approx(200.0) and m.p99_ms is not None
     assert set(m.row()) >= {"workload", "method", "input_rate", "output_rate", "recall",
                             "precision", "p50_ms", "p99_ms"}
@@ -69,7 +76,7 @@ def test_steady_span_drops_warmup_and_tail_and_slope_tracks_growth() -> None:
     # result q completes with input q; its latency grows 100 ms per second of run
     results = [_result([("s1", q)], 1000 * q + 100 * q) for q in range(0, 11)]
     m = measure(workload="w", method="off", input_rate=1.0, duration_s=10.0,
-                truth_ids={our_id(r.record) for r in results}, inputs=inputs,
+                truth=_truth(results), inputs=inputs,
                 results=results, wall_s=1.0, warmup=0.2, tail=0.2,
                 batch_ms=[300.0, 100.0, 200.0], stopped="idle")
     # steady span = inputs appended in [2 s, 8 s] → latencies 200..800 ms
@@ -84,6 +91,26 @@ def test_flat_latency_has_zero_slope() -> None:
     inputs = [_input("s1", q, 1000 * q) for q in range(0, 5)]
     results = [_result([("s1", q)], 1000 * q + 250) for q in range(0, 5)]
     m = measure(workload="w", method="grubjoin", input_rate=1.0, duration_s=5.0,
-                truth_ids=set(), inputs=inputs, results=results, wall_s=1.0)
+                truth={}, inputs=inputs, results=results, wall_s=1.0)
     assert m.latency_slope == pytest.approx(0.0, abs=1e-9)
     assert m.p50_ms == pytest.approx(250.0)
+
+
+def test_output_rate_and_recall_are_over_the_steady_span() -> None:
+    """11 inputs appended at 0..10 s; steady span (warmup = tail = 0.2) = [2 s, 8 s].
+    The oracle has one result per input; the run emits every result of the first 5 s
+    (a warm-up without shedding) but only the even ones after."""
+    inputs = [_input("s1", q, 1000 * q) for q in range(0, 11)]
+    every = [_result([("s1", q)], 1000 * q + 50) for q in range(0, 11)]
+    emitted = [r for q, r in enumerate(every) if q < 5 or q % 2 == 0]
+    m = measure(workload="w", method="grubjoin", input_rate=1.0, duration_s=11.0,
+                truth=_truth(every), inputs=inputs, results=emitted, wall_s=1.0,
+                warmup=0.2, tail=0.2, speedup=2.0)
+    # inside [2 s, 8 s]: true results 2..8 (7), emitted 2, 3, 4, 6, 8 (5); 6 s of append
+    # time at speedup 2 = 12 s of stream time
+    assert m.recall == pytest.approx(5 / 7)
+    assert m.output_rate == pytest.approx(5 / 12)
+    # the whole run: 8 of 11 results over the 11 s published
+    assert m.recall_all == pytest.approx(8 / 11)
+    assert m.output_rate_all == pytest.approx(8 / 11)
+    assert m.precision == 1.0
