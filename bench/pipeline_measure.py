@@ -60,6 +60,9 @@ class RunMeasure:
     stopped: str = ""
     output_rate_all: float | None = None  # the whole run (see the module docstring)
     recall_all: float | None = None
+    #: tuples/s per stream the broker actually appended (a producer that cannot keep
+    #: the pace shows here), over the input append span × speedup
+    input_rate_appended: float | None = None
 
     def row(self) -> dict[str, Any]:
         """The JSON row (the contract fields first)."""
@@ -72,7 +75,7 @@ class RunMeasure:
             "p99_all_ms": self.p99_all_ms, "latency_slope": self.latency_slope,
             "batch_ms_p50": self.batch_ms_p50, "batch_ms_max": self.batch_ms_max,
             "stopped": self.stopped, "output_rate_all": self.output_rate_all,
-            "recall_all": self.recall_all,
+            "recall_all": self.recall_all, "input_rate_appended": self.input_rate_appended,
         }
 
 
@@ -226,4 +229,15 @@ def measure(
         batch_ms_p50=batches[len(batches) // 2] if batches else None,
         batch_ms_max=batches[-1] if batches else None,
         stopped=stopped, output_rate_all=rate_all, recall_all=recall_all,
+        input_rate_appended=appended_rate(inputs, speedup),
     )
+
+
+def appended_rate(inputs: Sequence[Consumed], speedup: float = 1.0) -> float | None:
+    """Input records appended per second of stream time per stream."""
+    stamps = [c.timestamp_ms for c in inputs if c.timestamp_ms is not None]
+    streams = {str(c.record["stream"]) for c in inputs}
+    if len(stamps) < 2 or max(stamps) <= min(stamps):
+        return None
+    span_s = (max(stamps) - min(stamps)) / 1000.0 * speedup
+    return len(stamps) / span_s / len(streams)

@@ -114,3 +114,4 @@ def test_output_rate_and_recall_are_over_the_steady_span() -> None:
     assert m.recall_all == pytest.approx(8 / 11)
     assert m.output_rate_all == pytest.approx(8 / 11)
     assert m.precision == 1.0
+    assert m.input_rate_appended == pytest.approx(11 / 20)  # 11 records over 10 s × 2
