@@ -12,7 +12,13 @@ has the results only the idle flush releases once input stops (DESIGN §3: K-sla
 the newest K ms of every stream). ``p99_all_ms`` keeps every result. The latency *trend*
 is the least-squares slope of latency against completion time over the steady span (ms
 of latency gained per second of run): ≈ 0 when the job keeps up, > 0 when it falls
-behind and its backlog grows.
+behind and its backlog grows. Inside one long micro-batch latency *falls* with
+completion time (the batch's first input waited longest), so a run stopped after one or
+two such batches can show a negative per-result trend while far behind. The
+*staleness* trend has no such saw-tooth: one point per output burst (results appended
+less than ``BURST_GAP_MS`` apart, i.e. one micro-batch's writes), its age = first
+append time − the latest completion among its results, i.e. how far behind the input
+the job was when it wrote that burst.
 
 ``output_rate`` and ``recall`` are taken over the same steady span: the correct results
 completed inside it per second of stream time, and their share of the oracle's results
@@ -55,6 +61,7 @@ class RunMeasure:
     wall_s: float
     p99_all_ms: float | None = None
     latency_slope: float | None = None  # ms of latency per second of run (steady span)
+    staleness_slope: float | None = None  # ms of output staleness per second of run
     batch_ms_p50: float | None = None
     batch_ms_max: float | None = None
     stopped: str = ""
@@ -63,6 +70,7 @@ class RunMeasure:
     #: tuples/s per stream the broker actually appended (a producer that cannot keep
     #: the pace shows here), over the input append span × speedup
     input_rate_appended: float | None = None
+    topic_prefix: str = ""  # the run's topics (P.in.*, P.results, P.metrics) on the broker
 
     def row(self) -> dict[str, Any]:
         """The JSON row (the contract fields first)."""
@@ -73,9 +81,11 @@ class RunMeasure:
             "results": self.results, "true_results": self.true_results,
             "duplicates": self.duplicates, "wall_s": self.wall_s,
             "p99_all_ms": self.p99_all_ms, "latency_slope": self.latency_slope,
+            "staleness_slope": self.staleness_slope,
             "batch_ms_p50": self.batch_ms_p50, "batch_ms_max": self.batch_ms_max,
             "stopped": self.stopped, "output_rate_all": self.output_rate_all,
             "recall_all": self.recall_all, "input_rate_appended": self.input_rate_appended,
+            "topic_prefix": self.topic_prefix,
         }
 
 
@@ -182,6 +192,32 @@ def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
     return n_ok / ((hi - lo) / 1000.0 * speedup), n_ok / n_true
 
 
+#: results appended closer together than this belong to one output burst (micro-batch)
+BURST_GAP_MS = 1000.0
+
+
+def staleness(inputs: Sequence[Consumed], results: Sequence[Consumed],
+              gap_ms: float = BURST_GAP_MS) -> list[tuple[float, float]]:
+    """Per output burst: (latest completion among its results, first append time − that
+    completion), in append order (see the module docstring)."""
+    appended = appended_at(inputs)
+    rows = sorted(((float(c.timestamp_ms), completed_at(member_keys(c.record), appended))
+                   for c in results if c.timestamp_ms is not None), key=lambda r: r[0])
+    out: list[tuple[float, float]] = []
+    start: float | None = None
+    prev = -float("inf")
+    latest: float | None = None
+    for t, done in [*rows, (float("inf"), None)]:
+        if t - prev > gap_ms:
+            if start is not None and latest is not None:
+                out.append((latest, start - latest))
+            start, latest = t, None
+        if done is not None:
+            latest = done if latest is None else max(latest, done)
+        prev = t
+    return out
+
+
 def slope_ms_per_s(points: Sequence[tuple[float, float]]) -> float | None:
     """Least-squares slope of latency (ms) against completion time (s)."""
     if len(points) < 2:
@@ -198,6 +234,7 @@ def measure(
     truth: Mapping[str, Sequence[MemberKey]], inputs: Sequence[Consumed],
     results: Sequence[Consumed], wall_s: float, warmup: float = 0.0, tail: float = 0.0,
     speedup: float = 1.0, batch_ms: Sequence[float] = (), stopped: str = "",
+    topic_prefix: str = "",
 ) -> RunMeasure:
     """Recall/precision against the oracle (``truth``: result id → member keys); latency
     percentiles and trend, output rate and recall over the steady span (the whole run's
@@ -226,10 +263,12 @@ def measure(
         duplicates=ids_total - len(distinct), wall_s=wall_s,
         p99_all_ms=float(np.percentile(lat_all, 99)) if lat_all else None,
         latency_slope=slope_ms_per_s(kept),
+        staleness_slope=slope_ms_per_s(steady(staleness(inputs, results), inputs,
+                                              warmup, tail)),
         batch_ms_p50=batches[len(batches) // 2] if batches else None,
         batch_ms_max=batches[-1] if batches else None,
         stopped=stopped, output_rate_all=rate_all, recall_all=recall_all,
-        input_rate_appended=appended_rate(inputs, speedup),
+        input_rate_appended=appended_rate(inputs, speedup), topic_prefix=topic_prefix,
     )
 
 

@@ -115,3 +115,28 @@ def test_output_rate_and_recall_are_over_the_steady_span() -> None:
     assert m.output_rate_all == pytest.approx(8 / 11)
     assert m.precision == 1.0
     assert m.input_rate_appended == pytest.approx(11 / 20)  # 11 records over 10 s × 2
+
+
+@pytest.mark.parametrize(
+    ("bursts", "latency_falls", "stale_grows"),
+    [
+        # keeps up: every 8 s a burst with the last 8 s of completions, 2 s after them
+        ([(8 * k + 10, range(8 * k, 8 * k + 8)) for k in range(12)], False, False),
+        # falls behind and is stopped: one early burst, then one 100 s micro-batch
+        ([(40, range(0, 10)), (150, range(10, 100))], True, True),
+    ],
+)
+def test_staleness_trend_has_no_saw_tooth(
+    bursts: list[tuple[int, range]], latency_falls: bool, stale_grows: bool
+) -> None:
+    """Input q appended at q s; result q completes with it and is written in its burst."""
+    inputs = [_input("s1", q, 1000 * q) for q in range(100)]
+    results = [_result([("s1", q)], 1000 * at + q % 7) for at, qs in bursts for q in qs]
+    m = measure(workload="w", method="off", input_rate=1.0, duration_s=100.0,
+                truth=_truth(results), inputs=inputs, results=results, wall_s=1.0)
+    assert m.latency_slope is not None and m.staleness_slope is not None
+    assert (m.latency_slope < -100.0) is latency_falls
+    if stale_grows:
+        assert m.staleness_slope > 100.0
+    else:
+        assert m.staleness_slope == pytest.approx(0.0, abs=5.0)
