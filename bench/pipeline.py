@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +109,6 @@ def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup
               grace_s: float) -> RunMeasure:
     """Start the query, let it warm up, publish paced input, wait until idle, measure."""
     from connectors.serde import AvroSerde
-    from pipeline.jsonl import read_jsonl
-    from pipeline.oracle import oracle
     from pipeline.spark.builtin_join import start_builtin_join
     from pipeline.spark.job import start_job
     from pipeline.spark.submit import job_config, prepare_topics, watch
@@ -149,14 +147,71 @@ def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup
     log.info("bench case done", workload=case.workload, method=case.method,
              rate=round(case.rate, 1), input_rows=report.input_rows, wall_s=round(wall, 1),
              stopped=report.stopped)
-    records = read_jsonl(dump)
+    return _measure_case(case, prefix, settings, workdir, speedup, wall=wall,
+                         batch_ms=report.batch_ms, stopped=report.stopped)
+
+
+def _measure_case(case: Case, prefix: str, settings: Settings, workdir: Path, speedup: float,
+                  *, wall: float, batch_ms: list[float], stopped: str) -> RunMeasure:
+    """Measure a finished run from its topics on the broker and its input dump."""
+    from pipeline.jsonl import read_jsonl
+    from pipeline.oracle import oracle
+    from pipeline.spark.submit import job_config
+
+    spec = with_overrides(case.spec, job={"topic_prefix": prefix, "speedup": speedup})
+    run_settings = settings.model_copy(update={"topic_prefix": prefix})
+    cfg = job_config(spec, run_settings, checkpoint=str(workdir / prefix / "checkpoint"))
+    records = read_jsonl(workdir / prefix / "input.jsonl")
     truth = {r.id: [(m.stream, m.seq) for m in r.members] for r in oracle(spec.join, records)}
     inputs = [c for s in cfg.input_topics for c in read_topic(run_settings, s)]
     results = read_topic(run_settings, cfg.output_topics[0])
     return measure(workload=case.workload, method=case.method, input_rate=case.rate,
                    duration_s=case.duration_s, truth=truth, inputs=inputs, results=results,
                    wall_s=wall, warmup=WARMUP, tail=TAIL, speedup=speedup,
-                   batch_ms=report.batch_ms, stopped=report.stopped, topic_prefix=prefix)
+                   batch_ms=batch_ms, stopped=stopped, topic_prefix=prefix)
+
+
+def remeasure(results_dir: Path, settings: Settings) -> int:
+    """``--only remeasure``: measure the runs of the existing ``pipeline.json`` again from
+    their topics (``topic_prefix`` of each row; the broker keeps them) and input dumps,
+    with this module's measures; what only the run itself saw (wall time, micro-batch
+    durations, why it stopped) is kept from the row."""
+    import json
+
+    from connectors.broker import LocalKafka
+    from connectors.broker_config import BrokerConfig
+
+    old = json.loads((results_dir / "pipeline.json").read_text())
+    for row in old["rows"]:
+        if not row.get("topic_prefix"):
+            raise InfraError(f"bench pipeline: row {row['workload']}/{row['method']} at "
+                             f"{row['input_rate']:.0f}/s names no topic_prefix to re-measure")
+    status = LocalKafka(BrokerConfig.from_settings(settings)).up()
+    settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
+    workdir = settings.cache_dir / "bench-pipeline"
+    duration_s = float(old["duration_s"])
+    rows: list[RunMeasure] = []
+    for row in old["rows"]:
+        prefix = str(row["topic_prefix"])
+        equi = row["workload"] == "equi"
+        case = Case(row["workload"], row["method"], float(row["input_rate"]),
+                    _equi_spec() if equi else sensor_spec(row["method"]), (),
+                    EQUI_DURATION_S if equi else duration_s)
+        m = _measure_case(case, prefix, settings, workdir, float(old["speedup"]),
+                          wall=float(row["wall_s"]), batch_ms=[],
+                          stopped=str(row.get("stopped", "")))
+        rows.append(replace(m, batch_ms_p50=row.get("batch_ms_p50"),
+                            batch_ms_max=row.get("batch_ms_max")))
+        print(f"re-measured {case.workload} {case.method} at {case.rate:.0f}/s ({prefix})",
+              flush=True)
+    payload = _payload(rows, old["capacity"], bool(old["quick"]), float(old["speedup"]),
+                       duration_s, int(old["trigger_ms"]))
+    payload["remeasured"] = True
+    write_json("pipeline", payload, results_dir)
+    _plot(rows, results_dir)
+    for line in payload["summary"]:
+        print(line)
+    return 0 if all(r.precision == 1.0 for r in rows) else 1
 
 
 def _cases(quick: bool, cap: float, duration_s: float) -> list[Case]:
@@ -173,8 +228,13 @@ def _cases(quick: bool, cap: float, duration_s: float) -> list[Case]:
     return cases
 
 
-def run(quick: bool, results_dir: Path, settings: Settings) -> int:
-    """Benchmark entry point (see the module docstring)."""
+def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
+    """Benchmark entry point (see the module docstring); ``only="remeasure"``: see
+    :func:`remeasure`."""
+    if only is not None:
+        if only != "remeasure":
+            raise SystemExit(f"bench pipeline: --only takes 'remeasure', got {only!r}")
+        return remeasure(results_dir, settings)
     from connectors.broker import LocalKafka
     from connectors.broker_config import BrokerConfig
     from pipeline.spark.session import SessionConfig, build_session, connector_jars
