@@ -313,11 +313,9 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
                 f"trend {_fmt(r.latency_slope)} / "
                 f"{_fmt(off.latency_slope if off else None)} ms/s)")
             if abs(rate / cap_rate - 2.0) < 0.05:
-                grows = off.staleness_slope if off else None
                 targets = {
                     "p99<=3x_trigger": r.p99_ms is not None and r.p99_ms <= 3 * trigger_ms,
-                    "off_latency_grows": bool(grows is not None and grows > 0.0
-                                              and grows > 10 * abs(r.staleness_slope or 0.0)),
+                    "off_latency_grows": off is not None and backlog_grows(off, r),
                     "grubjoin>=2x_randomdrop": ratio_rd is not None and ratio_rd >= 2.0,
                 }
     targets["precision==1"] = all(r.precision == 1.0 for r in rows)
@@ -328,6 +326,21 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
         "steady_span": {"warmup": WARMUP, "tail": TAIL}, "capacity": cap,
         "rows": [r.row() for r in rows], "summary": summary, "targets_met": targets,
     }
+
+
+def backlog_grows(off: RunMeasure, shed: RunMeasure) -> bool:
+    """The unshed run fell behind for good: its staleness trend is positive and over 10×
+    the shedding run's, or it could not catch up with its input within the grace period
+    after the input ended (stopped at the deadline; a run stopped in one or two long
+    micro-batches leaves too few output bursts in the steady span for a trend)."""
+    if off.stopped.startswith("deadline"):
+        return True
+    grows = off.staleness_slope
+    return grows is not None and grows > 0.0 and grows > 10 * abs(shed.staleness_slope or 0.0)
+
+
+def _nan(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def _fmt(value: float | None) -> str:
@@ -346,9 +359,15 @@ def _plot(rows: list[RunMeasure], results_dir: Path) -> None:
         xs = [x for x, _ in pts]
         axes[0].plot(xs, [r.output_rate for _, r in pts], marker="o", label=method)
         axes[1].plot(xs, [r.recall for _, r in pts], marker="o", label=method)
-        axes[2].plot(xs, [r.p99_ms or 0.0 for _, r in pts], marker="o", label=method)
-        axes[3].plot(xs, [r.staleness_slope or 0.0 for _, r in pts], marker="o",
-                     label=method)
+        axes[2].plot(xs, [_nan(r.p99_ms) for _, r in pts], marker="o", label=method)
+        axes[3].plot(xs, [_nan(r.staleness_slope) for _, r in pts], marker="o", label=method)
+        cut = [r for _, r in pts if r.stopped.startswith("deadline")]
+        marks = ([r.output_rate for r in cut], [r.recall for r in cut],
+                 [_nan(r.p99_ms) for r in cut])
+        for i, ys in enumerate(marks):
+            axes[i].scatter([r.input_rate for r in cut], ys, marker="x", s=80, color="black",
+                            zorder=3, label="stopped at the deadline, backlog left"
+                            if cut and i == 0 else None)
     for ax, title in zip(axes, ("output rate (results/s, steady span)", "recall (steady span)",
                                 "p99 latency, steady span (ms)",
                                 "staleness trend (ms per s of run)"), strict=True):

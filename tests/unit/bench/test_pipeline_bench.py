@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.pipeline import run
+from bench.pipeline import backlog_grows, run
+from bench.pipeline_measure import RunMeasure
 from pipeline.config import Settings
 from pipeline.errors import InfraError
 
@@ -23,3 +24,26 @@ def test_remeasure_needs_every_row_to_name_its_topics(tmp_path: Path) -> None:
     (tmp_path / "pipeline.json").write_text(json.dumps({"rows": rows}))
     with pytest.raises(InfraError, match="sensors-nonaligned/off at 700/s names no topic_prefix"):
         run(False, tmp_path, Settings(), only="remeasure")
+
+
+def _run(method: str, staleness: float | None, stopped: str) -> RunMeasure:
+    return RunMeasure(workload="sensors-nonaligned", method=method, input_rate=1.0,
+                      output_rate=1.0, recall=1.0, precision=1.0, p50_ms=1.0, p99_ms=1.0,
+                      results=1, true_results=1, duplicates=0, wall_s=1.0,
+                      staleness_slope=staleness, stopped=stopped)
+
+
+@pytest.mark.parametrize(
+    ("off_trend", "off_stopped", "shed_trend", "grows"),
+    [
+        (500.0, "idle for 10 s", 10.0, True),  # falls behind, shedding keeps up
+        (500.0, "idle for 10 s", -80.0, False),  # not 10× the shedding run's drift
+        (-5.0, "idle for 10 s", 1.0, False),  # keeps up
+        (None, "idle for 10 s", 1.0, False),  # no trend, drained in time
+        (None, "deadline of 240 s", 1.0, True),  # could not catch up before the deadline
+    ],
+)
+def test_backlog_grows(off_trend: float | None, off_stopped: str, shed_trend: float,
+                       grows: bool) -> None:
+    off = _run("off", off_trend, off_stopped)
+    assert backlog_grows(off, _run("grubjoin", shed_trend, "idle for 10 s")) is grows
