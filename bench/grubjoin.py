@@ -35,6 +35,7 @@ import numpy as np
 from bench.common import new_figure, save_figure, write_json
 from connectors.workloads import WorkloadSpec, generate_workload
 from pipeline.config import Settings
+from pipeline.errors import ConfigError
 from pipeline.logging import get_logger
 from pipeline.operators.bruteforce import exhaustive, optimal
 from pipeline.operators.config import EngineConfig
@@ -475,7 +476,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
-        raise SystemExit(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}")
+        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}")
     payload: dict[str, Any] = {}
     path = results_dir / "grubjoin.json"
     if set(parts) != set(PARTS) and path.exists():

@@ -35,7 +35,7 @@ from bench.common import new_figure, save_figure, write_json
 from bench.pipeline_measure import RunMeasure, measure, read_topic
 from pipeline.config import PROJECT_ROOT, Settings
 from pipeline.demo import DemoConfig, calibrate
-from pipeline.errors import InfraError
+from pipeline.errors import ConfigError, InfraError
 from pipeline.logging import get_logger
 from pipeline.procs import Child
 from pipeline.spec import Spec, load_spec, parse_spec
@@ -233,7 +233,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     :func:`remeasure`."""
     if only is not None:
         if only != "remeasure":
-            raise SystemExit(f"bench pipeline: --only takes 'remeasure', got {only!r}")
+            raise ConfigError(f"--only: bench pipeline takes 'remeasure', got {only!r}")
         return remeasure(results_dir, settings)
     from connectors.broker import LocalKafka
     from connectors.broker_config import BrokerConfig
@@ -244,7 +244,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     grace_s = 60.0
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()
     settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
-    # the demo's calibration (samples at 150 and 450 tuples/s, windows pre-filled) on this
+    # the demo's calibration (samples at 150, 450 and 750 tuples/s, windows pre-filled) on this
     # bench's spec and input seed
     cap = calibrate(DemoConfig(speedup=speedup, disorder=SENSOR_DISORDER, seed=11),
                     sensor_spec("off"))

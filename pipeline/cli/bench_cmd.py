@@ -8,6 +8,7 @@ import inspect
 from pathlib import Path
 
 from pipeline.config import Settings
+from pipeline.errors import ConfigError
 
 # name -> module in bench/ exposing run(quick: bool, results_dir: Path, settings: Settings) -> int
 BENCHMARKS: dict[str, str] = {
@@ -28,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--only", default=None,
         help="comma-separated parts to run, merged into the existing JSON "
-             "(grubjoin: optimality,config_time,sweeps; default: all)",
+             "(grubjoin: optimality,config_time,sweeps,index_effect; pipeline: remeasure; "
+             "default: all)",
     )
     p.add_argument(
         "--results-dir", type=Path, default=None, help="where to write (default bench/results)"
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         kwargs = {}
         if getattr(args, "only", None):
             if "only" not in inspect.signature(module.run).parameters:
-                raise SystemExit(f"bench {name}: --only is not supported")
+                raise ConfigError(f"--only: bench {name} does not take it, got {args.only!r}")
             kwargs["only"] = args.only
         code = max(code, int(module.run(args.quick, args.results_dir or RESULTS_DIR, settings,
                                         **kwargs)))

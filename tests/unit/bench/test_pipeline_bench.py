@@ -10,11 +10,11 @@ import pytest
 from bench.pipeline import backlog_grows, run
 from bench.pipeline_measure import RunMeasure
 from pipeline.config import Settings
-from pipeline.errors import InfraError
+from pipeline.errors import ConfigError, InfraError
 
 
 def test_only_takes_remeasure(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="'remeasure', got 'sweeps'"):
+    with pytest.raises(ConfigError, match="--only: bench pipeline takes 'remeasure', got 'sweeps'"):
         run(False, tmp_path, Settings(), only="sweeps")
 
 
@@ -47,3 +47,19 @@ def test_backlog_grows(off_trend: float | None, off_stopped: str, shed_trend: fl
                        grows: bool) -> None:
     off = _run("off", off_trend, off_stopped)
     assert backlog_grows(off, _run("grubjoin", shed_trend, "idle for 10 s")) is grows
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["bench", "pipeline", "--only", "sweeps"], "--only: bench pipeline takes 'remeasure'"),
+        (["bench", "join", "--only", "x"], "--only: bench join does not take it, got 'x'"),
+        (["bench", "grubjoin", "--only", "nope"], "--only: unknown part(s) ['nope']"),
+    ],
+)
+def test_bad_only_exits_2_naming_the_field(argv: list[str], says: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline.cli.main import main
+
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
