@@ -207,11 +207,7 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
     payload = _payload(rows, old["capacity"], bool(old["quick"]), float(old["speedup"]),
                        duration_s, int(old["trigger_ms"]))
     payload["remeasured"] = True
-    write_json("pipeline", payload, results_dir)
-    _plot(rows, results_dir)
-    for line in payload["summary"]:
-        print(line)
-    return 0 if all(r.precision == 1.0 for r in rows) else 1
+    return _publish(rows, payload, results_dir)
 
 
 def _cases(quick: bool, cap: float, duration_s: float) -> list[Case]:
@@ -270,7 +266,12 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
                   f"{_fmt2(r.recall_all)}  ({r.stopped})", flush=True)
     finally:
         spark.stop()
-    payload = _payload(rows, cap.snapshot(), quick, speedup, duration_s, TRIGGER_MS)
+    return _publish(rows, _payload(rows, cap.snapshot(), quick, speedup, duration_s,
+                                   TRIGGER_MS), results_dir)
+
+
+def _publish(rows: list[RunMeasure], payload: dict[str, Any], results_dir: Path) -> int:
+    """Write ``pipeline.json`` + PNG, print the summary; exit code 1 if precision < 1."""
     write_json("pipeline", payload, results_dir)
     _plot(rows, results_dir)
     for line in payload["summary"]:
@@ -285,12 +286,12 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
     ours = next((r for r in rows if r.workload == "equi" and r.method == "ours"), None)
     theirs = next((r for r in rows if r.method == "spark-builtin"), None)
     if ours and theirs:
-        def ratio(a: float | None, b: float | None) -> str:
-            return f"{a / b:.2f}" if a is not None and b else "n/a"
         summary.append(
-            f"equi peer: ours/spark-builtin output {ratio(ours.output_rate, theirs.output_rate)}"
-            f", recall {ours.recall:.3f}/{theirs.recall:.3f}, p50 latency "
-            f"{ratio(ours.p50_ms, theirs.p50_ms)}, p99 latency {ratio(ours.p99_ms, theirs.p99_ms)}"
+            f"equi peer: ours/spark-builtin output "
+            f"{_fmt2(_ratio(ours.output_rate, theirs.output_rate))}, recall "
+            f"{ours.recall:.3f}/{theirs.recall:.3f}, p50 latency "
+            f"{_fmt2(_ratio(ours.p50_ms, theirs.p50_ms))}, p99 latency "
+            f"{_fmt2(_ratio(ours.p99_ms, theirs.p99_ms))}"
         )
     targets: dict[str, Any] = {}
     cap_rate = float(cap["capacity_rate"])
@@ -298,11 +299,8 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
         if w == "sensors-nonaligned" and m == "grubjoin":
             rd = by.get((w, "randomdrop", rate))
             off = by.get((w, "off", rate))
-            ratio_rd = (r.output_rate / rd.output_rate
-                        if rd is not None and rd.output_rate > 0 else None)
-            ratio_all = (r.output_rate_all / rd.output_rate_all
-                         if rd is not None and rd.output_rate_all and r.output_rate_all
-                         else None)
+            ratio_rd = _ratio(r.output_rate, rd.output_rate if rd else None)
+            ratio_all = _ratio(r.output_rate_all, rd.output_rate_all if rd else None)
             summary.append(
                 f"sensors at {rate:.0f}/s ({rate / cap_rate:.1f}× capacity): grubjoin/"
                 f"randomdrop output {ratio_rd if ratio_rd is None else round(ratio_rd, 2)} "
@@ -337,6 +335,11 @@ def backlog_grows(off: RunMeasure, shed: RunMeasure) -> bool:
         return True
     grows = off.staleness_slope
     return grows is not None and grows > 0.0 and grows > 10 * abs(shed.staleness_slope or 0.0)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    """a / b; None when either is unknown or b is 0."""
+    return a / b if a is not None and b else None
 
 
 def _nan(value: float | None) -> float:
