@@ -131,7 +131,11 @@ def completions(inputs: Sequence[Consumed], results: Sequence[Consumed]
                 ) -> list[tuple[float, float]]:
     """Per result: (append time of its latest member, latency ms); results with a member
     of unknown append time are skipped."""
-    appended = appended_at(inputs)
+    return _completions(appended_at(inputs), results)
+
+
+def _completions(appended: Mapping[MemberKey, int], results: Sequence[Consumed]
+                 ) -> list[tuple[float, float]]:
     out: list[tuple[float, float]] = []
     for c in results:
         if c.timestamp_ms is None:
@@ -161,7 +165,11 @@ def steady_bounds(inputs: Sequence[Consumed], warmup: float, tail: float
 def steady(points: Sequence[tuple[float, float]], inputs: Sequence[Consumed],
            warmup: float, tail: float) -> list[tuple[float, float]]:
     """The points completed inside :func:`steady_bounds` (see the module docstring)."""
-    bounds = steady_bounds(inputs, warmup, tail)
+    return _within(points, steady_bounds(inputs, warmup, tail))
+
+
+def _within(points: Sequence[tuple[float, float]], bounds: tuple[float, float] | None
+            ) -> list[tuple[float, float]]:
     if bounds is None:
         return []
     lo, hi = bounds
@@ -169,17 +177,17 @@ def steady(points: Sequence[tuple[float, float]], inputs: Sequence[Consumed],
 
 
 def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
-                   truth: Mapping[str, Sequence[MemberKey]], inputs: Sequence[Consumed],
-                   warmup: float, tail: float, speedup: float = 1.0
-                   ) -> tuple[float, float] | None:
-    """(output rate, recall) over the steady span: correct results completed inside it
-    per second of stream time (append time × ``speedup``), and their share of the true
-    results completed inside it. None without a span or true results inside it."""
-    bounds = steady_bounds(inputs, warmup, tail)
+                   truth: Mapping[str, Sequence[MemberKey]],
+                   appended: Mapping[MemberKey, int], bounds: tuple[float, float] | None,
+                   speedup: float = 1.0) -> tuple[float, float] | None:
+    """(output rate, recall) over the steady span ``bounds`` (:func:`steady_bounds`):
+    correct results completed inside it per second of stream time (append time ×
+    ``speedup``), and their share of the true results completed inside it (completion
+    from the ``appended`` times, :func:`appended_at`). None without a span or true
+    results inside it."""
     if bounds is None or bounds[1] <= bounds[0]:
         return None
     lo, hi = bounds
-    appended = appended_at(inputs)
 
     def inside(keys: Sequence[MemberKey]) -> bool:
         done = completed_at(keys, appended)
@@ -196,11 +204,11 @@ def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
 BURST_GAP_MS = 1000.0
 
 
-def staleness(inputs: Sequence[Consumed], results: Sequence[Consumed],
+def staleness(appended: Mapping[MemberKey, int], results: Sequence[Consumed],
               gap_ms: float = BURST_GAP_MS) -> list[tuple[float, float]]:
     """Per output burst: (latest completion among its results, first append time − that
-    completion), in append order (see the module docstring)."""
-    appended = appended_at(inputs)
+    completion), in append order (see the module docstring; ``appended``:
+    :func:`appended_at` of the inputs)."""
     rows = sorted(((float(c.timestamp_ms), completed_at(member_keys(c.record), appended))
                    for c in results if c.timestamp_ms is not None), key=lambda r: r[0])
     out: list[tuple[float, float]] = []
@@ -243,14 +251,16 @@ def measure(
     ids_total = len(results)
     distinct = set(by_id)
     correct = {rid: member_keys(by_id[rid]) for rid in distinct if rid in truth}
-    points = completions(inputs, results)
+    appended = appended_at(inputs)
+    bounds = steady_bounds(inputs, warmup, tail)
+    points = _completions(appended, results)
     lat_all = [lat for _, lat in points]
-    kept = steady(points, inputs, warmup, tail)
+    kept = _within(points, bounds)
     lat = [lat for _, lat in kept]
     batches = sorted(batch_ms)
     rate_all = len(correct) / duration_s
     recall_all = len(correct) / len(truth) if truth else 1.0
-    span = (steady_quality(correct, truth, inputs, warmup, tail, speedup)
+    span = (steady_quality(correct, truth, appended, bounds, speedup)
             if warmup > 0.0 or tail > 0.0 else None)
     return RunMeasure(
         workload=workload, method=method, input_rate=input_rate,
@@ -263,8 +273,7 @@ def measure(
         duplicates=ids_total - len(distinct), wall_s=wall_s,
         p99_all_ms=float(np.percentile(lat_all, 99)) if lat_all else None,
         latency_slope=slope_ms_per_s(kept),
-        staleness_slope=slope_ms_per_s(steady(staleness(inputs, results), inputs,
-                                              warmup, tail)),
+        staleness_slope=slope_ms_per_s(_within(staleness(appended, results), bounds)),
         batch_ms_p50=batches[len(batches) // 2] if batches else None,
         batch_ms_max=batches[-1] if batches else None,
         stopped=stopped, output_rate_all=rate_all, recall_all=recall_all,
