@@ -38,6 +38,7 @@ from connectors.broker_config import (
 from connectors.jars import check_java, find_java, kafka_jars
 from pipeline.errors import InfraError, KafkaUnavailableError
 from pipeline.logging import get_logger
+from pipeline.procs import process_runs
 
 log = get_logger(__name__)
 
@@ -79,23 +80,7 @@ def read_pid(pid_file: Path) -> int | None:
 
 def is_broker_process(pid: int) -> bool:
     """True when ``pid`` is a live (not zombie) JVM running ``kafka.Kafka``."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc") / str(pid)
-    try:
-        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        cmdline = (proc / "cmdline").read_bytes()
-    except OSError:
-        return proc.exists() or not Path("/proc/self").exists()
-    if state in ("Z", "X"):
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        return False
-    return b"kafka.Kafka" in cmdline
+    return process_runs(pid, b"kafka.Kafka")
 
 
 def log_tail(*paths: Path, lines: int = 25) -> str:

@@ -112,3 +112,31 @@ def run_harvest(name: str, args: Sequence[str], workdir: Path, env: Mapping[str,
 def read_jsonl_lines(lines: Sequence[str]) -> list[dict[str, Any]]:
     """Decode JSON lines printed by `harvest consume --format jsonl`."""
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def process_runs(pid: int, needle: bytes, settle_s: float = 1.0) -> bool:
+    """True when ``pid`` is a live (not zombie) process whose command line mentions
+    ``needle`` (so a reused pid is not taken for ours). Right after a spawn, or while a
+    launcher script ``exec``s its JVM, ``/proc/<pid>/cmdline`` reads empty for a moment:
+    that is waited out (up to ``settle_s``) instead of being taken for a dead process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc") / str(pid)
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            return proc.exists() or not Path("/proc/self").exists()
+        if state in ("Z", "X"):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            return False
+        if cmdline or time.monotonic() >= deadline:
+            return needle in cmdline
+        time.sleep(0.01)

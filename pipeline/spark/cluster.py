@@ -28,6 +28,7 @@ from typing import Any
 
 from pipeline.errors import ConfigError, InfraError
 from pipeline.logging import get_logger
+from pipeline.procs import process_runs
 
 log = get_logger(__name__)
 
@@ -143,12 +144,9 @@ def pick_port(host: str, preferred: int, avoid: set[int]) -> int:
 
 
 def _pid_alive(pid: int, needle: str) -> bool:
-    """The process exists and its command line mentions ``needle`` (no pid reuse)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return needle.encode() in cmdline
+    """The process exists and its command line mentions ``needle`` (no pid reuse; an
+    ``exec`` in progress is waited out, :func:`pipeline.procs.process_runs`)."""
+    return process_runs(pid, needle.encode())
 
 
 def _read_pid(path: Path) -> int | None:

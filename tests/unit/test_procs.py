@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from pipeline.errors import InfraError
-from pipeline.procs import Child, read_jsonl_lines, run_harvest
+from pipeline.procs import Child, process_runs, read_jsonl_lines, run_harvest
 
 
 def test_child_runs_a_real_subcommand(tmp_path: Path) -> None:
@@ -30,3 +32,18 @@ def test_run_harvest_raises_on_failure_with_the_log_tail(tmp_path: Path) -> None
         run_harvest("bad", ["demo", "--spec", str(tmp_path / "none.toml")], tmp_path, env,
                     timeout_s=60.0)
     assert "none.toml" in (tmp_path / "bad.err").read_text()
+
+
+def test_process_runs_needs_a_live_process_with_the_needle() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert process_runs(child.pid, b"sleep")
+        assert not process_runs(child.pid, b"kafka.Kafka")  # a reused pid is not ours
+    finally:
+        child.kill()
+    deadline = time.monotonic() + 5.0
+    while Path(f"/proc/{child.pid}/stat").exists() and time.monotonic() < deadline:
+        if not process_runs(child.pid, b"sleep"):  # a zombie is dead (and gets reaped)
+            break
+        time.sleep(0.01)
+    assert not process_runs(child.pid, b"sleep")
