@@ -15,9 +15,12 @@ joins (:mod:`pipeline.spark.builtin_join`), ratios ours/theirs printed.
 Steady state, not a burst: each run gets a fresh topic prefix and its own query on one
 shared Spark session (``local[2]``); input is published only after the query's first
 micro-batch (planning, Python workers) is done, paced at ``speedup`` × real time for
-``duration_s`` of stream time (180 s; the equi runs 60 s). Latency percentiles and trend
+``duration_s`` of stream time (240 s; the equi runs 60 s). Latency percentiles and trend
 — and output rate and recall, the whole run's kept beside them — are taken over the
-steady span (:func:`bench.pipeline_measure.steady`). A run that falls
+steady span (:func:`bench.pipeline_measure.steady_bounds`): from two window lengths
+(120 s) to 90% of the input span, so the window fill and the controllers' convergence
+are left out — random dropping's cost trails its drops by a window length. Each row's
+``timeline`` (correct and true results per 20 s) shows the whole run. A run that falls
 behind is stopped ``grace_s`` after its input ends (``stopped`` says so); its recall then
 only counts what it emitted by then. Writes ``bench/results/pipeline.json`` and
 ``pipeline.png``.
@@ -57,8 +60,14 @@ WINDOW_MS = 60_000
 EPSILON = 0.005
 #: the wall budget's share of real time for the join (the rest: Spark, decode, output)
 UTILIZATION = 0.6
-#: the steady span skips the window fill (w of the run) and the final idle flush
+#: the steady span skips the window fill and the final idle flush: it starts after the
+#: ``WARMUP`` share of the input span and ``SETTLE_WINDOWS`` window lengths — one to fill
+#: the windows, one for the tuples a shedder kept or dropped while its controller
+#: converged to leave them (:mod:`bench.pipeline_measure`) — and ends before the ``TAIL``
 WARMUP, TAIL = 0.35, 0.1
+SETTLE_WINDOWS = 2.0
+#: stream seconds published per nonaligned run: two windows to settle, ~100 s steady
+DURATION_S = 240.0
 EQUI_DURATION_S = 60.0
 
 
@@ -167,7 +176,8 @@ def _measure_case(case: Case, prefix: str, settings: Settings, workdir: Path, sp
     results = read_topic(run_settings, cfg.output_topics[0])
     return measure(workload=case.workload, method=case.method, input_rate=case.rate,
                    duration_s=case.duration_s, truth=truth, inputs=inputs, results=results,
-                   wall_s=wall, warmup=WARMUP, tail=TAIL, speedup=speedup,
+                   wall_s=wall, warmup=WARMUP, tail=TAIL,
+                   settle_ms=SETTLE_WINDOWS * max(case.spec.join.windows), speedup=speedup,
                    batch_ms=batch_ms, stopped=stopped, topic_prefix=prefix)
 
 
@@ -236,7 +246,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     from pipeline.spark.session import SessionConfig, build_session, connector_jars
 
     speedup = SPEEDUP
-    duration_s = 180.0  # three windows: fill, then a steady span of ~100 s
+    duration_s = DURATION_S
     grace_s = 60.0
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()
     settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
@@ -273,7 +283,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
 def _publish(rows: list[RunMeasure], payload: dict[str, Any], results_dir: Path) -> int:
     """Write ``pipeline.json`` + PNG, print the summary; exit code 1 if precision < 1."""
     write_json("pipeline", payload, results_dir)
-    _plot(rows, results_dir)
+    _plot(rows, results_dir, float(payload["capacity"]["capacity_rate"]))
     for line in payload["summary"]:
         print(line)
     return 0 if all(r.precision == 1.0 for r in rows) else 1
@@ -305,7 +315,7 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
                 f"sensors at {rate:.0f}/s ({rate / cap_rate:.1f}× capacity): grubjoin/"
                 f"randomdrop output {ratio_rd if ratio_rd is None else round(ratio_rd, 2)} "
                 f"(steady span; whole run {_fmt2(ratio_all)}); "
-                f"grubjoin p99 {r.p99_ms} ms vs 3×trigger = {3 * trigger_ms} ms; staleness "
+                f"grubjoin p99 {_fmt(r.p99_ms)} ms vs 3×trigger = {3 * trigger_ms} ms; staleness "
                 f"trend grubjoin {_fmt(r.staleness_slope)} ms/s, off "
                 f"{_fmt(off.staleness_slope if off else None)} ms/s (per-result latency "
                 f"trend {_fmt(r.latency_slope)} / "
@@ -321,7 +331,8 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
         "quick": quick, "speedup": speedup, "duration_s": duration_s,
         "trigger_ms": trigger_ms, "window_ms": WINDOW_MS, "epsilon": EPSILON,
         "utilization": UTILIZATION, "probe_cost": sensor_spec("grubjoin").shedding.probe_cost,
-        "steady_span": {"warmup": WARMUP, "tail": TAIL}, "capacity": cap,
+        "steady_span": {"warmup": WARMUP, "tail": TAIL, "settle_windows": SETTLE_WINDOWS},
+        "capacity": cap,
         "rows": [r.row() for r in rows], "summary": summary, "targets_met": targets,
     }
 
@@ -354,8 +365,8 @@ def _fmt2(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _plot(rows: list[RunMeasure], results_dir: Path) -> None:
-    fig, axes = new_figure(ncols=4, nrows=1, size=(17.0, 4.0))
+def _plot(rows: list[RunMeasure], results_dir: Path, cap_rate: float) -> None:
+    fig, axes = new_figure(ncols=5, nrows=1, size=(21.0, 4.0))
     sensors = [r for r in rows if r.workload == "sensors-nonaligned"]
     for method in ("off", "grubjoin", "randomdrop"):
         pts = sorted((r.input_rate, r) for r in sensors if r.method == method)
@@ -371,10 +382,33 @@ def _plot(rows: list[RunMeasure], results_dir: Path) -> None:
             axes[i].scatter([r.input_rate for r in cut], ys, marker="x", s=80, color="black",
                             zorder=3, label="stopped at the deadline, backlog left"
                             if cut and i == 0 else None)
-    for ax, title in zip(axes, ("output rate (results/s, steady span)", "recall (steady span)",
-                                "p99 latency, steady span (ms)",
-                                "staleness trend (ms per s of run)"), strict=True):
+    for ax, title in zip(axes[:4], ("output rate (results/s, steady span)",
+                                    "recall (steady span)", "p99 latency, steady span (ms)",
+                                    "staleness trend (ms per s of run)"), strict=True):
         ax.set_title(title)
         ax.set_xlabel("input rate (tuples/s per stream)")
         ax.legend(fontsize=8)
+    _plot_timeline(axes[4], sensors, cap_rate)
     save_figure(fig, "pipeline", results_dir)
+
+
+def _plot_timeline(ax: Any, sensors: list[RunMeasure], cap_rate: float) -> None:
+    """Correct results/s per 20 s of the run at the rate nearest 2× capacity (the
+    targets'): where each method's output comes from — fill, convergence, steady span."""
+    rates = {r.input_rate for r in sensors}
+    if not rates:
+        return
+    rate = min(rates, key=lambda x: abs(x / cap_rate - 2.0) if cap_rate > 0 else -x)
+    start = None
+    for r in sensors:
+        if r.input_rate != rate or not r.timeline or not r.timeline["t_s"]:
+            continue
+        width = r.timeline["t_s"][1] if len(r.timeline["t_s"]) > 1 else 1.0
+        ax.step(r.timeline["t_s"], [v / width for v in r.timeline["ours"]], where="post",
+                label=r.method)
+        start = r.steady_from_s if start is None else start
+    if start is not None:
+        ax.axvline(start, color="grey", linestyle="--", label="steady span starts")
+    ax.set_title(f"correct results/s over the run at {rate:.0f}/s")
+    ax.set_xlabel("stream time of completion (s)")
+    ax.legend(fontsize=8)

@@ -6,10 +6,16 @@ Latency (end to end) of a result = Kafka append time of the result record in
 records, so no clock inside the job is trusted.
 
 p50/p99 are taken over the *steady* span of a run: results completed by an input
-appended after the first ``warmup`` share of the input span and before its last ``tail``
-share. The start has the query's first micro-batches (JIT, Python workers) and the end
-has the results only the idle flush releases once input stops (DESIGN §3: K-slack holds
-the newest K ms of every stream). ``p99_all_ms`` keeps every result. The latency *trend*
+appended after the first ``warmup`` share of the input span — and at least ``settle_ms``
+of stream time after the first input — and before its last ``tail`` share. The start has
+the query's first micro-batches (JIT, Python workers), the window fill and the shedding
+controller's convergence; the end has the results only the idle flush releases once input
+stops (DESIGN §3: K-slack holds the newest K ms of every stream). ``settle_ms`` is for
+window-based shedding: a tuple dropped when the controller cuts at the end of the window
+fill still leaves its window only a window length later, so random dropping's cost and
+output reach their steady state only about two window lengths in (the bench passes
+2·w; the per-20-s :func:`timeline` of every run shows it). ``p99_all_ms`` keeps every
+result. The latency *trend*
 is the least-squares slope of latency against completion time over the steady span (ms
 of latency gained per second of run): ≈ 0 when the job keeps up, > 0 when it falls
 behind and its backlog grows. Inside one long micro-batch latency *falls* with
@@ -18,7 +24,9 @@ two such batches can show a negative per-result trend while far behind. The
 *staleness* trend has no such saw-tooth: one point per output burst (results appended
 less than ``BURST_GAP_MS`` apart, i.e. one micro-batch's writes), its age = first
 append time − the latest completion among its results, i.e. how far behind the input
-the job was when it wrote that burst.
+the job was when it wrote that burst. It is taken from the ``warmup`` share on, without
+``settle_ms``: a job that falls behind writes few, long bursts (100 s and more), and a
+trend needs several of them; the backlog builds from the start anyway.
 
 ``output_rate`` and ``recall`` are taken over the same steady span: the correct results
 completed inside it per second of stream time, and their share of the oracle's results
@@ -71,6 +79,9 @@ class RunMeasure:
     #: the pace shows here), over the input append span × speedup
     input_rate_appended: float | None = None
     topic_prefix: str = ""  # the run's topics (P.in.*, P.results, P.metrics) on the broker
+    #: where the steady span starts, stream seconds after the first input
+    steady_from_s: float | None = None
+    timeline: dict[str, list[float]] | None = None  # :func:`timeline`
 
     def row(self) -> dict[str, Any]:
         """The JSON row (the contract fields first)."""
@@ -85,7 +96,8 @@ class RunMeasure:
             "batch_ms_p50": self.batch_ms_p50, "batch_ms_max": self.batch_ms_max,
             "stopped": self.stopped, "output_rate_all": self.output_rate_all,
             "recall_all": self.recall_all, "input_rate_appended": self.input_rate_appended,
-            "topic_prefix": self.topic_prefix,
+            "topic_prefix": self.topic_prefix, "steady_from_s": self.steady_from_s,
+            "timeline": self.timeline,
         }
 
 
@@ -151,21 +163,24 @@ def latencies_ms(inputs: Sequence[Consumed], results: Sequence[Consumed]) -> lis
     return [lat for _, lat in completions(inputs, results)]
 
 
-def steady_bounds(inputs: Sequence[Consumed], warmup: float, tail: float
+def steady_bounds(inputs: Sequence[Consumed], warmup: float, tail: float,
+                  settle_ms: float = 0.0, speedup: float = 1.0
                   ) -> tuple[float, float] | None:
-    """[first + warmup·span, last − tail·span] of the input append times (ms)."""
+    """[max(first + warmup·span, first + settle_ms / speedup), last − tail·span] of the
+    input append times (ms; ``settle_ms`` is stream time, append time × ``speedup``)."""
     stamps = [c.timestamp_ms for c in inputs if c.timestamp_ms is not None]
     if not stamps:
         return None
     first, last = float(min(stamps)), float(max(stamps))
     span = last - first
-    return first + warmup * span, last - tail * span
+    return max(first + warmup * span, first + settle_ms / speedup), last - tail * span
 
 
 def steady(points: Sequence[tuple[float, float]], inputs: Sequence[Consumed],
-           warmup: float, tail: float) -> list[tuple[float, float]]:
+           warmup: float, tail: float, settle_ms: float = 0.0
+           ) -> list[tuple[float, float]]:
     """The points completed inside :func:`steady_bounds` (see the module docstring)."""
-    return _within(points, steady_bounds(inputs, warmup, tail))
+    return _within(points, steady_bounds(inputs, warmup, tail, settle_ms))
 
 
 def _within(points: Sequence[tuple[float, float]], bounds: tuple[float, float] | None
@@ -198,6 +213,37 @@ def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
         return None
     n_ok = sum(1 for rid, keys in correct.items() if rid in truth and inside(keys))
     return n_ok / ((hi - lo) / 1000.0 * speedup), n_ok / n_true
+
+
+#: bucket of :func:`timeline` (stream seconds)
+TIMELINE_BUCKET_S = 20.0
+
+
+def timeline(correct: Mapping[str, Sequence[MemberKey]],
+             truth: Mapping[str, Sequence[MemberKey]], appended: Mapping[MemberKey, int],
+             bucket_s: float = TIMELINE_BUCKET_S, speedup: float = 1.0
+             ) -> dict[str, list[float]]:
+    """Correct and true results per ``bucket_s`` of stream time, by completion (the
+    latest member's append time, from the first input's): ``{"t_s": bucket starts,
+    "ours": correct results, "true": the oracle's}`` — where in the run a method's
+    output comes from (window fill, convergence, steady state)."""
+    if not appended:
+        return {"t_s": [], "ours": [], "true": []}
+    first = min(appended.values())
+    width_ms = bucket_s * 1000.0 / speedup
+
+    def bucket(keys: Sequence[MemberKey]) -> int | None:
+        done = completed_at(keys, appended)
+        return None if done is None else int((done - first) // width_ms)
+
+    true_b = [b for b in (bucket(k) for k in truth.values()) if b is not None]
+    ours_b = [b for b in (bucket(k) for rid, k in correct.items() if rid in truth)
+              if b is not None]
+    n = max([*true_b, *ours_b], default=-1) + 1
+    ours = np.bincount(np.asarray(ours_b, dtype=np.int64), minlength=n)
+    true = np.bincount(np.asarray(true_b, dtype=np.int64), minlength=n)
+    return {"t_s": [i * bucket_s for i in range(n)], "ours": [float(v) for v in ours],
+            "true": [float(v) for v in true]}
 
 
 #: results appended closer together than this belong to one output burst (micro-batch)
@@ -241,8 +287,8 @@ def measure(
     *, workload: str, method: str, input_rate: float, duration_s: float,
     truth: Mapping[str, Sequence[MemberKey]], inputs: Sequence[Consumed],
     results: Sequence[Consumed], wall_s: float, warmup: float = 0.0, tail: float = 0.0,
-    speedup: float = 1.0, batch_ms: Sequence[float] = (), stopped: str = "",
-    topic_prefix: str = "",
+    settle_ms: float = 0.0, speedup: float = 1.0, batch_ms: Sequence[float] = (),
+    stopped: str = "", topic_prefix: str = "",
 ) -> RunMeasure:
     """Recall/precision against the oracle (``truth``: result id → member keys); latency
     percentiles and trend, output rate and recall over the steady span (the whole run's
@@ -252,7 +298,10 @@ def measure(
     distinct = set(by_id)
     correct = {rid: member_keys(by_id[rid]) for rid in distinct if rid in truth}
     appended = appended_at(inputs)
-    bounds = steady_bounds(inputs, warmup, tail)
+    bounds = steady_bounds(inputs, warmup, tail, settle_ms, speedup)
+    # the staleness trend from the warm-up share on: a job that falls behind writes few,
+    # long bursts, and a trend needs several (the module docstring)
+    trend_bounds = steady_bounds(inputs, warmup, tail)
     points = _completions(appended, results)
     lat_all = [lat for _, lat in points]
     kept = _within(points, bounds)
@@ -261,7 +310,7 @@ def measure(
     rate_all = len(correct) / duration_s
     recall_all = len(correct) / len(truth) if truth else 1.0
     span = (steady_quality(correct, truth, appended, bounds, speedup)
-            if warmup > 0.0 or tail > 0.0 else None)
+            if warmup > 0.0 or tail > 0.0 or settle_ms > 0.0 else None)
     return RunMeasure(
         workload=workload, method=method, input_rate=input_rate,
         output_rate=span[0] if span is not None else rate_all,
@@ -273,11 +322,14 @@ def measure(
         duplicates=ids_total - len(distinct), wall_s=wall_s,
         p99_all_ms=float(np.percentile(lat_all, 99)) if lat_all else None,
         latency_slope=slope_ms_per_s(kept),
-        staleness_slope=slope_ms_per_s(_within(staleness(appended, results), bounds)),
+        staleness_slope=slope_ms_per_s(_within(staleness(appended, results), trend_bounds)),
         batch_ms_p50=batches[len(batches) // 2] if batches else None,
         batch_ms_max=batches[-1] if batches else None,
         stopped=stopped, output_rate_all=rate_all, recall_all=recall_all,
         input_rate_appended=appended_rate(inputs, speedup), topic_prefix=topic_prefix,
+        steady_from_s=(bounds[0] - min(appended.values())) / 1000.0 * speedup
+        if bounds is not None and appended else None,
+        timeline=timeline(correct, truth, appended, speedup=speedup),
     )
 
 

@@ -140,3 +140,57 @@ def test_staleness_trend_has_no_saw_tooth(
         assert m.staleness_slope > 100.0
     else:
         assert m.staleness_slope == pytest.approx(0.0, abs=5.0)
+
+
+@pytest.mark.parametrize(
+    ("warmup", "settle_ms", "speedup", "span"),
+    [
+        (0.2, 0.0, 1.0, (2, 8)),  # warm-up share only: [2 s, 8 s]
+        (0.2, 5000.0, 1.0, (5, 8)),  # two 2.5 s windows to settle: later than the share
+        (0.2, 1000.0, 1.0, (2, 8)),  # settling shorter than the share: the share holds
+        (0.2, 10000.0, 2.0, (5, 8)),  # 10 s of stream time = 5 s of append time at 2×
+    ],
+)
+def test_steady_span_starts_after_the_settling_time(
+    warmup: float, settle_ms: float, speedup: float, span: tuple[int, int]
+) -> None:
+    """11 inputs appended at 0..10 s, one true result each; the run emits all of them."""
+    inputs = [_input("s1", q, 1000 * q) for q in range(0, 11)]
+    every = [_result([("s1", q)], 1000 * q + 50 + 10 * q) for q in range(0, 11)]
+    m = measure(workload="w", method="grubjoin", input_rate=1.0, duration_s=11.0,
+                truth=_truth(every), inputs=inputs, results=every, wall_s=1.0,
+                warmup=warmup, tail=0.2, settle_ms=settle_ms, speedup=speedup)
+    lo, hi = span
+    inside = hi - lo + 1
+    assert m.output_rate == pytest.approx(inside / ((hi - lo) * speedup))
+    assert m.recall == 1.0
+    assert m.p50_ms == pytest.approx(50 + 10 * (lo + hi) / 2)  # latencies of lo..hi
+    assert m.steady_from_s == pytest.approx(lo * speedup)
+
+
+def test_timeline_counts_results_by_completion_bucket() -> None:
+    """Inputs appended at 0..59 s; true result q completes with input q; ours emits the
+    first 25 and the even ones after: 20 s buckets hold 20/20, 5+7/20, 10/20."""
+    inputs = [_input("s1", q, 1000 * q) for q in range(60)]
+    every = [_result([("s1", q)], 1000 * q + 100) for q in range(60)]
+    emitted = [r for q, r in enumerate(every) if q < 25 or q % 2 == 0]
+    wrong = _result([("s1", 3), ("s1", 4)], 9000)  # not a true result: not counted
+    m = measure(workload="w", method="grubjoin", input_rate=1.0, duration_s=60.0,
+                truth=_truth(every), inputs=inputs, results=[*emitted, wrong], wall_s=1.0)
+    assert m.timeline == {"t_s": [0.0, 20.0, 40.0], "ours": [20.0, 12.0, 10.0],
+                          "true": [20.0, 20.0, 20.0]}
+    assert sum(m.timeline["ours"]) == len(emitted)
+
+
+def test_staleness_trend_ignores_the_settling_time() -> None:
+    """A job that falls behind writes one burst at 40 s and one 100 s batch at 150 s. The
+    settling time leaves only the second burst in the steady span, but the staleness
+    trend still spans both: (9 s, 31 s old) → (99 s, 51 s old) = +222 ms/s."""
+    inputs = [_input("s1", q, 1000 * q) for q in range(100)]
+    bursts = [(40, range(0, 10)), (150, range(10, 100))]
+    results = [_result([("s1", q)], 1000 * at) for at, qs in bursts for q in qs]
+    m = measure(workload="w", method="off", input_rate=1.0, duration_s=100.0,
+                truth=_truth(results), inputs=inputs, results=results, wall_s=1.0,
+                settle_ms=50_000.0)
+    assert m.steady_from_s == pytest.approx(50.0)
+    assert m.staleness_slope == pytest.approx(20_000 / 90, rel=1e-6)
