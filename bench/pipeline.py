@@ -392,6 +392,17 @@ def _plot(rows: list[RunMeasure], results_dir: Path, cap_rate: float) -> None:
     save_figure(fig, "pipeline", results_dir)
 
 
+def full_buckets(timeline: dict[str, list[float]]) -> tuple[list[float], list[float]]:
+    """The timeline without its trailing partial bucket (the input ended inside it: it
+    holds under half the median bucket's true results)."""
+    t_s, ours, true = timeline["t_s"], timeline["ours"], timeline["true"]
+    n = len(t_s)
+    half = 0.5 * sorted(true)[n // 2] if n else 0.0
+    while n > 1 and true[n - 1] < half:
+        n -= 1
+    return t_s[:n], ours[:n]
+
+
 def _plot_timeline(ax: Any, sensors: list[RunMeasure], cap_rate: float) -> None:
     """Correct results/s per 20 s of the run at the rate nearest 2× capacity (the
     targets'): where each method's output comes from — fill, convergence, steady span."""
@@ -403,9 +414,9 @@ def _plot_timeline(ax: Any, sensors: list[RunMeasure], cap_rate: float) -> None:
     for r in sensors:
         if r.input_rate != rate or not r.timeline or not r.timeline["t_s"]:
             continue
-        width = r.timeline["t_s"][1] if len(r.timeline["t_s"]) > 1 else 1.0
-        ax.step(r.timeline["t_s"], [v / width for v in r.timeline["ours"]], where="post",
-                label=r.method)
+        t_s, ours = full_buckets(r.timeline)
+        width = t_s[1] - t_s[0] if len(t_s) > 1 else 1.0
+        ax.step(t_s, [v / width for v in ours], where="post", label=r.method)
         start = r.steady_from_s if start is None else start
     if start is not None:
         ax.axvline(start, color="grey", linestyle="--", label="steady span starts")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.pipeline import backlog_grows, run
+from bench.pipeline import full_buckets, backlog_grows, run
 from bench.pipeline_measure import RunMeasure
 from pipeline.config import Settings
 from pipeline.errors import ConfigError, InfraError
@@ -63,3 +63,21 @@ def test_bad_only_exits_2_naming_the_field(argv: list[str], says: str,
 
     assert main(argv) == 2
     assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("true", "kept"),
+    [
+        ([10.0, 40.0, 40.0, 40.0, 3.0], 4),  # the input ended inside the last bucket
+        ([10.0, 40.0, 40.0, 40.0, 40.0], 5),  # it did not: nothing trimmed
+        ([10.0, 40.0, 40.0, 2.0, 0.0], 3),  # two partial buckets at the end
+        ([5.0], 1),
+    ],
+)
+def test_timeline_plot_drops_only_trailing_partial_buckets(true: list[float],
+                                                          kept: int) -> None:
+    timeline = {"t_s": [20.0 * i for i in range(len(true))], "ours": list(true),
+                "true": true}
+    t_s, ours = full_buckets(timeline)
+    assert len(t_s) == len(ours) == kept
+    assert ours == true[:kept]
