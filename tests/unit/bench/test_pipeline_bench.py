@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.pipeline import full_buckets, backlog_grows, run
+from bench.pipeline import backlog_grows, run
 from bench.pipeline_measure import RunMeasure
+from bench.pipeline_plot import full_buckets
 from pipeline.config import Settings
 from pipeline.errors import ConfigError, InfraError
 
