@@ -72,6 +72,7 @@ def _plot_timeline(ax: Any, sensors: list[RunMeasure], cap_rate: float) -> None:
     if start is not None:
         ax.axvline(start, color="grey", linestyle="--", label="steady span starts")
     ax.set_yscale("symlog", linthresh=10.0)
+    ax.set_ylim(bottom=0.0)
     ax.set_title(f"correct results/s over the run at {rate:.0f}/s")
     ax.set_xlabel("stream time of completion (s)")
     ax.legend(fontsize=8)
