@@ -64,7 +64,8 @@ UTILIZATION = 0.6
 #: the steady span skips the window fill and the final idle flush: it starts after the
 #: ``WARMUP`` share of the input span and ``SETTLE_WINDOWS`` window lengths — one to fill
 #: the windows, one for the tuples a shedder kept or dropped while its controller
-#: converged to leave them (:mod:`bench.pipeline_measure`) — and ends before the ``TAIL``
+#: converged to leave them (:mod:`bench.pipeline_measure`) — and ends before the last
+#: ``TAIL`` share
 WARMUP, TAIL = 0.35, 0.1
 SETTLE_WINDOWS = 2.0
 #: stream seconds published per nonaligned run: two windows to settle, ~100 s steady
