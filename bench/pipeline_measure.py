@@ -163,24 +163,25 @@ def latencies_ms(inputs: Sequence[Consumed], results: Sequence[Consumed]) -> lis
     return [lat for _, lat in completions(inputs, results)]
 
 
-def steady_bounds(inputs: Sequence[Consumed], warmup: float, tail: float,
-                  settle_ms: float = 0.0, speedup: float = 1.0
-                  ) -> tuple[float, float] | None:
-    """[max(first + warmup·span, first + settle_ms / speedup), last − tail·span] of the
-    input append times (ms; ``settle_ms`` is stream time, append time × ``speedup``)."""
+def append_span(inputs: Sequence[Consumed]) -> tuple[float, float] | None:
+    """(first, last) append time (ms) of the input records; None if none has one."""
     stamps = [c.timestamp_ms for c in inputs if c.timestamp_ms is not None]
     if not stamps:
         return None
-    first, last = float(min(stamps)), float(max(stamps))
-    span = last - first
-    return max(first + warmup * span, first + settle_ms / speedup), last - tail * span
+    return float(min(stamps)), float(max(stamps))
 
 
-def steady(points: Sequence[tuple[float, float]], inputs: Sequence[Consumed],
-           warmup: float, tail: float, settle_ms: float = 0.0
-           ) -> list[tuple[float, float]]:
-    """The points completed inside :func:`steady_bounds` (see the module docstring)."""
-    return _within(points, steady_bounds(inputs, warmup, tail, settle_ms))
+def steady_bounds(span: tuple[float, float] | None, warmup: float, tail: float,
+                  settle_ms: float = 0.0, speedup: float = 1.0
+                  ) -> tuple[float, float] | None:
+    """[max(first + warmup·len, first + settle_ms / speedup), last − tail·len] of the
+    input append ``span`` (ms, :func:`append_span`; ``settle_ms`` is stream time, append
+    time × ``speedup``)."""
+    if span is None:
+        return None
+    first, last = span
+    length = last - first
+    return max(first + warmup * length, first + settle_ms / speedup), last - tail * length
 
 
 def _within(points: Sequence[tuple[float, float]], bounds: tuple[float, float] | None
@@ -221,15 +222,14 @@ TIMELINE_BUCKET_S = 20.0
 
 def timeline(correct: Mapping[str, Sequence[MemberKey]],
              truth: Mapping[str, Sequence[MemberKey]], appended: Mapping[MemberKey, int],
-             bucket_s: float = TIMELINE_BUCKET_S, speedup: float = 1.0
-             ) -> dict[str, list[float]]:
+             first: float | None, bucket_s: float = TIMELINE_BUCKET_S,
+             speedup: float = 1.0) -> dict[str, list[float]]:
     """Correct and true results per ``bucket_s`` of stream time, by completion (the
-    latest member's append time, from the first input's): ``{"t_s": bucket starts,
+    latest member's append time, from the ``first`` input's): ``{"t_s": bucket starts,
     "ours": correct results, "true": the oracle's}`` — where in the run a method's
     output comes from (window fill, convergence, steady state)."""
-    if not appended:
+    if first is None:
         return {"t_s": [], "ours": [], "true": []}
-    first = min(appended.values())
     width_ms = bucket_s * 1000.0 / speedup
 
     def bucket(keys: Sequence[MemberKey]) -> int | None:
@@ -298,10 +298,12 @@ def measure(
     distinct = set(by_id)
     correct = {rid: member_keys(by_id[rid]) for rid in distinct if rid in truth}
     appended = appended_at(inputs)
-    bounds = steady_bounds(inputs, warmup, tail, settle_ms, speedup)
+    stamps = append_span(inputs)
+    first = None if stamps is None else stamps[0]
+    bounds = steady_bounds(stamps, warmup, tail, settle_ms, speedup)
     # the staleness trend from the warm-up share on: a job that falls behind writes few,
     # long bursts, and a trend needs several (the module docstring)
-    trend_bounds = steady_bounds(inputs, warmup, tail)
+    trend_bounds = steady_bounds(stamps, warmup, tail)
     points = _completions(appended, results)
     lat_all = [lat for _, lat in points]
     kept = _within(points, bounds)
@@ -327,9 +329,9 @@ def measure(
         batch_ms_max=batches[-1] if batches else None,
         stopped=stopped, output_rate_all=rate_all, recall_all=recall_all,
         input_rate_appended=appended_rate(inputs, speedup), topic_prefix=topic_prefix,
-        steady_from_s=(bounds[0] - min(appended.values())) / 1000.0 * speedup
-        if bounds is not None and appended else None,
-        timeline=timeline(correct, truth, appended, speedup=speedup),
+        steady_from_s=None if bounds is None or first is None
+        else (bounds[0] - first) / 1000.0 * speedup,
+        timeline=timeline(correct, truth, appended, first, speedup=speedup),
     )
 
 
