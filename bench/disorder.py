@@ -47,7 +47,7 @@ from rich.table import Table
 
 from bench.common import new_figure, save_figure, write_json
 from connectors.workloads import EquiParams, WorkloadSpec, ZipfDelay, generate
-from pipeline.config import Settings
+from pipeline.core.settings import Settings
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
@@ -56,7 +56,7 @@ from pipeline.operators.quality_policy import (
     TARGET_HEADROOM,
     TARGET_MARGIN,
 )
-from pipeline.spec import JoinSpec, Spec, parse_spec
+from pipeline.spec.model import JoinSpec, Spec, parse_spec
 
 PERIOD_MS = 60_000
 INTERVAL_MS = 1_000

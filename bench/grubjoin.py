@@ -34,9 +34,9 @@ import numpy as np
 
 from bench.common import new_figure, save_figure, write_json
 from connectors.workloads import WorkloadSpec, generate_workload
-from pipeline.config import Settings
-from pipeline.errors import ConfigError
-from pipeline.logging import get_logger
+from pipeline.core.errors import ConfigError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 from pipeline.operators.bruteforce import exhaustive, optimal
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.costmodel import HarvestModel, join_orders
@@ -46,7 +46,7 @@ from pipeline.operators.grubjoin import GrubJoinShedder
 from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
 from pipeline.operators.randomdrop import RandomDropShedder
 from pipeline.operators.virtual_cpu import VirtualCpu, VirtualCpuConfig
-from pipeline.spec import parse_spec
+from pipeline.spec.model import parse_spec
 
 log = get_logger("bench.grubjoin")
 

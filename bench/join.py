@@ -30,13 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.common import new_figure, save_figure, write_json
-from pipeline.config import Settings
-from pipeline.logging import get_logger
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event
 from pipeline.operators.mjoin import MWayJoin
-from pipeline.spec import parse_spec
+from pipeline.spec.model import parse_spec
 
 log = get_logger(__name__)
 

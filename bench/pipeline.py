@@ -2,7 +2,7 @@
 
 Part 1 — nonaligned sensors (the demo's workload and spec, with its quality-driven K at
 Γ = 0.95; one route key), input rates from below to ~3×
-the full join's measured capacity (:mod:`pipeline.capacity`), for shedding ``off``,
+the full join's measured capacity (:mod:`pipeline.app.capacity`), for shedding ``off``,
 ``grubjoin`` and ``randomdrop`` (wall budget): output rate, recall and precision vs the
 oracle, end-to-end latency p50/p99 and its trend (per result, and the staleness of each
 output burst) from Kafka append times
@@ -37,13 +37,13 @@ from typing import Any
 from bench.common import write_json
 from bench.pipeline_measure import RunMeasure, measure, read_topic
 from bench.pipeline_plot import plot
-from pipeline.config import PROJECT_ROOT, Settings
-from pipeline.demo import DemoConfig, calibrate
-from pipeline.errors import ConfigError, InfraError
-from pipeline.logging import get_logger
-from pipeline.procs import Child
-from pipeline.spec import Spec, load_spec, parse_spec
-from pipeline.spec_toml import with_overrides
+from pipeline.app.demo import DemoConfig, calibrate
+from pipeline.core.errors import ConfigError, InfraError
+from pipeline.core.logging import get_logger
+from pipeline.core.procs import Child
+from pipeline.core.settings import PROJECT_ROOT, Settings
+from pipeline.spec.model import Spec, load_spec, parse_spec
+from pipeline.spec.toml import with_overrides
 
 log = get_logger(__name__)
 
@@ -119,7 +119,7 @@ def _equi_produce(duration_s: float) -> tuple[str, ...]:
 def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup: float,
               grace_s: float) -> RunMeasure:
     """Start the query, let it warm up, publish paced input, wait until idle, measure."""
-    from connectors.serde import AvroSerde
+    from connectors.io.serde import AvroSerde
     from pipeline.spark.builtin_join import start_builtin_join
     from pipeline.spark.job import start_job
     from pipeline.spark.submit import job_config, prepare_topics, watch
@@ -165,8 +165,8 @@ def _run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup
 def _measure_case(case: Case, prefix: str, settings: Settings, workdir: Path, speedup: float,
                   *, wall: float, batch_ms: list[float], stopped: str) -> RunMeasure:
     """Measure a finished run from its topics on the broker and its input dump."""
-    from pipeline.jsonl import read_jsonl
-    from pipeline.oracle import oracle
+    from pipeline.core.jsonl import read_jsonl
+    from pipeline.quality.oracle import oracle
     from pipeline.spark.submit import job_config
 
     spec = with_overrides(case.spec, job={"topic_prefix": prefix, "speedup": speedup})
@@ -190,8 +190,8 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
     durations, why it stopped) is kept from the row."""
     import json
 
-    from connectors.broker import LocalKafka
-    from connectors.broker_config import BrokerConfig
+    from connectors.launch.broker import LocalKafka
+    from connectors.launch.broker_config import BrokerConfig
 
     old = json.loads((results_dir / "pipeline.json").read_text())
     for row in old["rows"]:
@@ -243,8 +243,8 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
         if only != "remeasure":
             raise ConfigError(f"--only: bench pipeline takes 'remeasure', got {only!r}")
         return remeasure(results_dir, settings)
-    from connectors.broker import LocalKafka
-    from connectors.broker_config import BrokerConfig
+    from connectors.launch.broker import LocalKafka
+    from connectors.launch.broker_config import BrokerConfig
     from pipeline.spark.session import SessionConfig, build_session, connector_jars
 
     speedup = SPEEDUP

@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from connectors.consumer import Consumed, ConsumerConfig, consume
-from connectors.serde import AvroSerde
-from pipeline.config import Settings
+from connectors.io.consumer import Consumed, ConsumerConfig, consume
+from connectors.io.serde import AvroSerde
+from pipeline.core.settings import Settings
 from pipeline.operators.events import Member, result_id
 
 

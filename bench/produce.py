@@ -1,4 +1,4 @@
-"""`harvest bench produce`: records/s of :func:`connectors.producer.publish` into Kafka.
+"""`harvest bench produce`: records/s of :func:`connectors.io.producer.publish` into Kafka.
 
 Sensor records (the ``sensor_reading`` schema) are published to a fresh topic of the
 configured broker (started with ``harvest kafka up`` if none answers). Measured in the
@@ -34,12 +34,12 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from bench.common import new_figure, save_figure, write_json
-from connectors.admin import delete_topics, ensure_topics
-from connectors.producer import ProducerConfig, ProduceReport, publish, publish_encoded
-from connectors.serde import AvroSerde
-from pipeline.config import Settings
-from pipeline.errors import KafkaUnavailableError, SerializationError
-from pipeline.logging import get_logger
+from connectors.io.admin import delete_topics, ensure_topics
+from connectors.io.producer import ProducerConfig, ProduceReport, publish, publish_encoded
+from connectors.io.serde import AvroSerde
+from pipeline.core.errors import KafkaUnavailableError, SerializationError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 
@@ -67,7 +67,7 @@ def sensor_records(n: int, streams: int = 3) -> list[dict[str, Any]]:
 
 def _ensure_broker(settings: Settings, console: Console) -> str:
     """The broker's bootstrap address; starts the local broker if none answers."""
-    from connectors.admin import wait_for_broker
+    from connectors.io.admin import wait_for_broker
 
     bootstrap = settings.resolved_bootstrap()
     try:
@@ -76,8 +76,8 @@ def _ensure_broker(settings: Settings, console: Console) -> str:
     except KafkaUnavailableError:
         if settings.bootstrap_servers:
             raise
-    from connectors.broker import LocalKafka
-    from connectors.broker_config import BrokerConfig
+    from connectors.launch.broker import LocalKafka
+    from connectors.launch.broker_config import BrokerConfig
 
     console.print("no broker answered; starting the local one (harvest kafka up)")
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()

@@ -29,8 +29,8 @@ from rich.table import Table
 
 from bench.common import new_figure, save_figure, write_json
 from connectors.workloads import WorkloadSpec, ZipfDelay, generate_workload
-from pipeline.config import Settings
-from pipeline.logging import get_logger
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 

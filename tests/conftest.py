@@ -4,7 +4,7 @@
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` when set (checked to answer within 30 s);
 2. testcontainers' Kafka module when a Docker engine answers a 1-second ``/_ping``;
-3. the local broker from ``infra/`` (:class:`connectors.broker.LocalKafka`, i.e.
+3. the local broker from ``infra/`` (:class:`connectors.launch.broker.LocalKafka`, i.e.
    `harvest kafka up`): started if needed, and stopped at session end only if this
    session started it.
 
@@ -20,11 +20,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from connectors.admin import wait_for_broker
-from connectors.broker import LocalKafka
-from connectors.broker_config import BrokerConfig
-from connectors.docker_probe import docker_engine_answers
-from pipeline.config import load_settings
+from connectors.io.admin import wait_for_broker
+from connectors.launch.broker import LocalKafka
+from connectors.launch.broker_config import BrokerConfig
+from connectors.launch.docker_probe import docker_engine_answers
+from pipeline.core.settings import load_settings
 
 _KAFKA_SOURCES: list[str] = []
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

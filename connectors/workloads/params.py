@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 
 def _positive(owner: str, **values: float) -> None:

@@ -37,7 +37,7 @@ from connectors.workloads.spec import (
     event_times,
 )
 from connectors.workloads.table import Keywords, Workload
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 SCHEMAS: dict[str, str] = {
     "sensors": "sensor_reading",

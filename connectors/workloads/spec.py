@@ -19,7 +19,7 @@ from connectors.workloads.params import (
     SensorParams,
     WorkloadParams,
 )
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 WorkloadName = Literal["sensors", "news", "equi", "positions"]
 WORKLOADS: tuple[WorkloadName, ...] = ("sensors", "news", "equi", "positions")

@@ -7,8 +7,8 @@ import importlib
 import inspect
 from pathlib import Path
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
+from pipeline.core.settings import Settings
 
 # name -> module in bench/ exposing run(quick: bool, results_dir: Path, settings: Settings) -> int
 BENCHMARKS: dict[str, str] = {

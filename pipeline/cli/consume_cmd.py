@@ -15,11 +15,11 @@ import time
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from connectors.consumer import Consumed, ConsumerConfig, Undecodable, consume
-from connectors.serde import AvroSerde
+from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
+from connectors.io.serde import AvroSerde
 from pipeline.cli.args import positive_float, positive_int
-from pipeline.config import Settings
-from pipeline.logging import get_logger
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from pipeline.cli.args import float_list, non_negative_int, positive_float
-from pipeline.config import Settings
+from pipeline.core.settings import Settings
 
-#: the defaults of :class:`pipeline.demo.DemoConfig` (kept equal by a unit test; the demo
+#: the defaults of :class:`pipeline.app.demo.DemoConfig` (kept equal by a unit test; the demo
 #: module is imported only when the command runs)
 DEFAULT_DURATION_S = 150.0
 DEFAULT_SPEEDUP = 1.0
@@ -55,8 +55,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
 
     from bench.common import RESULTS_DIR
-    from pipeline.demo import DEMO_SPEC, DemoConfig, run_demo
-    from pipeline.demo_report import plot, print_summary, summarize
+    from pipeline.app.demo import DEMO_SPEC, DemoConfig, run_demo
+    from pipeline.app.demo_report import plot, print_summary, summarize
 
     cfg = DemoConfig(
         spec_path=args.spec or DEMO_SPEC, duration_s=args.duration, speedup=args.speedup,

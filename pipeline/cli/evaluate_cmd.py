@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.cli.args import positive_int
-from pipeline.config import Settings
-from pipeline.evaluate import evaluate
-from pipeline.jsonl import read_jsonl
+from pipeline.core.jsonl import read_jsonl
+from pipeline.core.settings import Settings
+from pipeline.quality.evaluate import evaluate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -10,13 +10,13 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from pipeline.config import Settings
-from pipeline.jsonl import iter_jsonl
-from pipeline.logging import get_logger
+from pipeline.core.jsonl import iter_jsonl
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import JoinResult
-from pipeline.replay import ReplaySummary, load_events, replay
-from pipeline.spec import load_spec
+from pipeline.runtime.replay import ReplaySummary, load_events, replay
+from pipeline.spec.model import load_spec
 
 log = get_logger(__name__)
 

@@ -1,4 +1,4 @@
-"""`harvest kafka up|down|status`: the local single-node KRaft broker (connectors.broker).
+"""`harvest kafka up|down|status`: the local single-node KRaft broker (connectors.launch.broker).
 
 ``up`` starts it (formatting storage on first use) and prints the bootstrap address;
 ``status`` exits 0 when it runs and answers, 3 when it is stopped, 1 when it runs but
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 
-from connectors.broker import LocalKafka
-from connectors.broker_config import BrokerConfig
+from connectors.launch.broker import LocalKafka
+from connectors.launch.broker_config import BrokerConfig
 from pipeline.cli.args import positive_float
-from pipeline.config import Settings
-from pipeline.logging import get_logger
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 

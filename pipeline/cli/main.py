@@ -12,9 +12,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from pipeline.config import load_settings
-from pipeline.errors import ConfigError, HarvestError
-from pipeline.logging import configure_logging
+from pipeline.core.errors import ConfigError, HarvestError
+from pipeline.core.logging import configure_logging
+from pipeline.core.settings import load_settings
 
 SUBCOMMAND_MODULES = (
     "pipeline.cli.kafka_cmd",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.config import Settings
-from pipeline.jsonl import read_jsonl, write_jsonl
-from pipeline.logging import get_logger
-from pipeline.oracle import brute_force_oracle, duckdb_oracle, oracle
-from pipeline.spec import load_spec
+from pipeline.core.jsonl import read_jsonl, write_jsonl
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
+from pipeline.quality.oracle import brute_force_oracle, duckdb_oracle, oracle
+from pipeline.spec.model import load_spec
 
 log = get_logger(__name__)
 

@@ -27,7 +27,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from connectors.topics import input_topic
+from connectors.io.topics import input_topic
 from connectors.workloads import (
     WORKLOADS,
     DelayModel,
@@ -38,9 +38,9 @@ from connectors.workloads import (
     parse_model,
 )
 from pipeline.cli.args import float_list, non_negative_int, positive_float, positive_int
-from pipeline.config import Settings
-from pipeline.errors import ConfigError
-from pipeline.logging import get_logger
+from pipeline.core.errors import ConfigError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 
@@ -226,8 +226,8 @@ def _publish(
     topics: dict[str, str],
     console: Console,
 ) -> int:
-    from connectors.producer import Pacing, ProducerConfig, publish
-    from connectors.serde import AvroSerde
+    from connectors.io.producer import Pacing, ProducerConfig, publish
+    from connectors.io.serde import AvroSerde
 
     config = ProducerConfig.from_settings(settings, topic_partitions=args.partitions)
     serde = AvroSerde.from_dir(settings.schemas_dir)

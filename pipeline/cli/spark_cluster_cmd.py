@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.cli.args import positive_int
-from pipeline.config import Settings
+from pipeline.core.settings import Settings
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

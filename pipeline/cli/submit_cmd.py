@@ -14,8 +14,8 @@ import signal
 from types import FrameType
 
 from pipeline.cli.args import positive_float, positive_int
-from pipeline.config import Settings
-from pipeline.spec import load_spec
+from pipeline.core.settings import Settings
+from pipeline.spec.model import load_spec
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

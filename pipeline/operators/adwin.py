@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 
 
 @dataclass(frozen=True, slots=True)

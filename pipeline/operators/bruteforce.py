@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.costmodel import FloatArray, HarvestModel, IntArray, ModelArrays
 
 #: relative slack of the feasibility test C ≤ z·C(1) (float rounding only)

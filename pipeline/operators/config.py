@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from pipeline.operators.mjoin import JoinConfig
 from pipeline.operators.predicates import CustomFn, Predicate, build_predicate
-from pipeline.spec import DisorderSpec, SheddingSpec, Spec
+from pipeline.spec.model import DisorderSpec, SheddingSpec, Spec
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.costmodel import FloatArray
 from pipeline.operators.hooks import ProbeFeedback
 

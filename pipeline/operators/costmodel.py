@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event, JoinResult, results_from_arrays
 from pipeline.operators.hooks import Shedder, SlackPolicy

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pipeline.errors import SerializationError
+from pipeline.core.errors import SerializationError
 
 #: keys of a dump record that are not workload attributes
 ENVELOPE_KEYS = frozenset({"stream", "seq", "event_time", "arrival_time"})

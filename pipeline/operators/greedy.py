@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.bruteforce import pareto_dp
 from pipeline.operators.costmodel import FloatArray, HarvestModel, IntArray
 

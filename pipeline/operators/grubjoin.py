@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.events import Event

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.costmodel import (
     FloatArray,
     HarvestModel,

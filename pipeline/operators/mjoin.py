@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.predicates import DensePredicate, Predicate
 from pipeline.operators.windows import (

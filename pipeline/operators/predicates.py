@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.errors import ConfigError, SerializationError
+from pipeline.core.errors import ConfigError, SerializationError
 from pipeline.operators.growable import GrowableArray
 
 F64 = NDArray[np.float64]

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.delay_stats import delay_bin
 
 FloatArray = npt.NDArray[np.float64]

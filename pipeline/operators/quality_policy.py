@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.adwin import AdwinConfig
 from pipeline.operators.buffer_manager import (
     ResultSizeMonitor,

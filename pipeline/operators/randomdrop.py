@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.costmodel import FloatArray, HarvestModel
 from pipeline.operators.events import Event
 from pipeline.operators.harvest import OnlineStats, build_model

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.profiler import ProductivityMaps
 
 FloatArray = npt.NDArray[np.float64]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import cast
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.hooks import ShedderFactory, SlackPolicyFactory
 
 SLACK_POLICIES: dict[str, tuple[str, str]] = {

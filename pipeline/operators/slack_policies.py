@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig

@@ -12,7 +12,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.kslack import NEG_INF, Tagged, event_from_state, event_state
 
 

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 
 #: z never goes below this (a direction with z = 0 would never produce or learn)
 Z_MIN = 1e-3

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.streaming import StreamingQuery
 
-from connectors.serde import AvroSerde
-from pipeline.errors import ConfigError
+from connectors.io.serde import AvroSerde
+from pipeline.core.errors import ConfigError
 from pipeline.spark.decode import decode, kafka_source
 from pipeline.spark.job import JobConfig, decode_config
 from pipeline.spark.sinks import single_object, start_kafka_sink, wall_ms

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ConfigError, InfraError
-from pipeline.logging import get_logger
-from pipeline.procs import process_runs
+from pipeline.core.errors import ConfigError, InfraError
+from pipeline.core.logging import get_logger
+from pipeline.core.procs import process_runs
 
 log = get_logger(__name__)
 
@@ -145,7 +145,7 @@ def pick_port(host: str, preferred: int, avoid: set[int]) -> int:
 
 def _pid_alive(pid: int, needle: str) -> bool:
     """The process exists and its command line mentions ``needle`` (no pid reuse; an
-    ``exec`` in progress is waited out, :func:`pipeline.procs.process_runs`)."""
+    ``exec`` in progress is waited out, :func:`pipeline.core.procs.process_runs`)."""
     return process_runs(pid, needle.encode())
 
 

@@ -5,7 +5,7 @@ The :class:`JoinInstance` wraps the operator :class:`~pipeline.operators.engine.
 keyed, checkpointed runtime needs: rebuild from pickled state bytes, take a micro-batch of
 envelope rows as a pandas frame, emit result and metrics frames, and keep the ATR
 ownership guard of Gu et al. §2 (a result is emitted only by the instance owning its
-master tuple's segment, :meth:`pipeline.routing.Router.owns_result`).
+master tuple's segment, :meth:`pipeline.diffusion.routing.Router.owns_result`).
 
 Plain Python + pandas + NumPy, so it is unit-tested against the oracle without Spark.
 """
@@ -21,14 +21,14 @@ from typing import Any, cast
 
 import pandas as pd
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
+from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.registry import shedder_class
 from pipeline.operators.virtual_cpu import WallBudget
-from pipeline.routing import Router, RouterConfig
-from pipeline.spec import SheddingSpec, Spec, parse_spec
+from pipeline.spec.model import SheddingSpec, Spec, parse_spec
 
 #: columns of the processor's output (one schema, ``kind`` = result | metric)
 OUTPUT_DDL = (

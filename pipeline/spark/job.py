@@ -30,10 +30,10 @@ from pyspark.sql import functions as sf
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from connectors.serde import AvroSerde
-from connectors.topics import deadletter_topic, input_topic, metrics_topic, results_topic
+from connectors.io.serde import AvroSerde
+from connectors.io.topics import deadletter_topic, input_topic, metrics_topic, results_topic
 from connectors.workloads.registry import schema_for
-from pipeline.routing import Router, RouterConfig
+from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.spark.decode import DecodeConfig, decode, envelope, kafka_source
 from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, TICK_STREAM, InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
@@ -43,7 +43,7 @@ from pipeline.spark.sinks import (
     single_object,
     start_kafka_sink,
 )
-from pipeline.spec import Spec
+from pipeline.spec.model import Spec
 
 Mode = Literal["passthrough", "join"]
 MEMBERS_TYPE = "array<struct<stream:string,seq:bigint,event_time:bigint>>"

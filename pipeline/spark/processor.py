@@ -27,7 +27,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-from pipeline.logging import get_logger
+from pipeline.core.logging import get_logger
 from pipeline.spark.instance import (
     DEADLETTER_KEY,
     InstanceConfig,

@@ -15,9 +15,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipeline.config import Settings
-from pipeline.errors import InfraError
-from pipeline.logging import get_logger
+from pipeline.core.errors import InfraError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 

@@ -19,13 +19,13 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from connectors.admin import ensure_topics
-from connectors.serde import AvroSerde
-from pipeline.config import Settings
-from pipeline.errors import ConfigError, JobFailedError
-from pipeline.logging import get_logger
+from connectors.io.admin import ensure_topics
+from connectors.io.serde import AvroSerde
+from pipeline.core.errors import ConfigError, JobFailedError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
 from pipeline.spark.job import JobConfig, Mode, start_job
-from pipeline.spec import Spec
+from pipeline.spec.model import Spec
 
 log = get_logger(__name__)
 

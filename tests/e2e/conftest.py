@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from connectors.consumer import Consumed, ConsumerConfig, Undecodable, consume
-from connectors.producer import ProducerConfig, publish_encoded
-from connectors.serde import AvroSerde
-from connectors.topics import input_topic
+from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
+from connectors.io.producer import ProducerConfig, publish_encoded
+from connectors.io.serde import AvroSerde
+from connectors.io.topics import input_topic
 from connectors.workloads import WorkloadSpec, generate, parse_model
 from connectors.workloads.registry import schema_for
-from pipeline.config import PROJECT_ROOT, Settings, load_settings
+from pipeline.core.settings import PROJECT_ROOT, Settings, load_settings
 from pipeline.spark.session import SessionConfig, build_session, connector_jars
 from pipeline.spark.submit import JobReport, job_config, submit
-from pipeline.spec import Spec, parse_spec
+from pipeline.spec.model import Spec, parse_spec
 
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
 

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from connectors.consumer import Consumed
-from connectors.topics import deadletter_topic, metrics_topic, results_topic
-from pipeline.config import PROJECT_ROOT, Settings
-from pipeline.oracle import oracle
-from pipeline.spec import Spec
+from connectors.io.consumer import Consumed
+from connectors.io.topics import deadletter_topic, metrics_topic, results_topic
+from pipeline.core.settings import PROJECT_ROOT, Settings
+from pipeline.quality.oracle import oracle
+from pipeline.spec.model import Spec
 from tests.e2e.conftest import (
     SERDE,
     encoded_messages,
@@ -188,7 +188,7 @@ def test_crash_and_restart_from_checkpoint_equals_oracle(
             os.killpg(second.pid, signal.SIGKILL)
             second.wait()
 
-    from pipeline.spec import load_spec
+    from pipeline.spec.model import load_spec
 
     spec = load_spec(spec_path)
     got = result_ids(kafka_bootstrap, topic_prefix)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from connectors.consumer import Consumed
-from connectors.topics import deadletter_topic, results_topic
-from pipeline.config import Settings
+from connectors.io.consumer import Consumed
+from connectors.io.topics import deadletter_topic, results_topic
+from pipeline.core.settings import Settings
 from tests.e2e.conftest import encoded_messages, make_spec, publish, read_topic, run_job, workload
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e]

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main as harvest
-from pipeline.jsonl import read_jsonl
-from pipeline.oracle import oracle
+from pipeline.core.jsonl import read_jsonl
+from pipeline.quality.oracle import oracle
 from pipeline.spark.cluster import ClusterConfig, StandaloneCluster
-from pipeline.spec import load_spec
+from pipeline.spec.model import load_spec
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow]
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from connectors.admin import delete_topics, ensure_topics, list_topic_names, wait_for_broker
-from connectors.broker import LocalKafka
-from connectors.broker_config import BrokerConfig
-from pipeline.config import load_settings
-from pipeline.errors import ConfigError, KafkaUnavailableError
+from connectors.io.admin import delete_topics, ensure_topics, list_topic_names, wait_for_broker
+from connectors.launch.broker import LocalKafka
+from connectors.launch.broker_config import BrokerConfig
+from pipeline.core.errors import ConfigError, KafkaUnavailableError
+from pipeline.core.settings import load_settings
 
 pytestmark = pytest.mark.kafka
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from connectors.consumer import Consumed, ConsumerConfig, consume
-from connectors.serde import AvroSerde
-from connectors.topics import input_topic
+from connectors.io.consumer import Consumed, ConsumerConfig, consume
+from connectors.io.serde import AvroSerde
+from connectors.io.topics import input_topic
 from connectors.workloads import read_jsonl
 from pipeline.cli.main import main
-from pipeline.config import PROJECT_ROOT
+from pipeline.core.settings import PROJECT_ROOT
 
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
 

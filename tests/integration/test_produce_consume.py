@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from connectors.admin import ensure_topics
-from connectors.consumer import Consumed, ConsumerConfig, Undecodable, consume
-from connectors.producer import Pacing, ProducerConfig, publish, publish_encoded
-from connectors.serde import AvroSerde
-from connectors.topics import deadletter_topic, input_topic, metrics_topic, results_topic
+from connectors.io.admin import ensure_topics
+from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
+from connectors.io.producer import Pacing, ProducerConfig, publish, publish_encoded
+from connectors.io.serde import AvroSerde
+from connectors.io.topics import deadletter_topic, input_topic, metrics_topic, results_topic
 from pipeline.cli.main import main
-from pipeline.config import PROJECT_ROOT
-from pipeline.errors import DeliveryError, KafkaUnavailableError, SerializationError
+from pipeline.core.errors import DeliveryError, KafkaUnavailableError, SerializationError
+from pipeline.core.settings import PROJECT_ROOT
 from tests.unit.cli.exits import exit_2_stderr
 
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from connectors.serde import AvroSerde
-from pipeline.config import PROJECT_ROOT, load_settings
+from connectors.io.serde import AvroSerde
+from pipeline.core.settings import PROJECT_ROOT, load_settings
 from pipeline.spark.decode import DecodeConfig, decode
 from pipeline.spark.session import SessionConfig, build_session, connector_jars
 from pipeline.spark.sinks import passthrough_rows

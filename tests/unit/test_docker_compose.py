@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from pipeline.cli.main import build_parser
-from pipeline.config import PROJECT_ROOT
-from pipeline.spec import load_spec
+from pipeline.core.settings import PROJECT_ROOT
+from pipeline.spec.model import load_spec
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yml"
 

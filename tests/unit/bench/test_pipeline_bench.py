@@ -10,8 +10,8 @@ import pytest
 from bench.pipeline import backlog_grows, run
 from bench.pipeline_measure import RunMeasure
 from bench.pipeline_plot import full_buckets
-from pipeline.config import Settings
-from pipeline.errors import ConfigError, InfraError
+from pipeline.core.errors import ConfigError, InfraError
+from pipeline.core.settings import Settings
 
 
 def test_only_takes_remeasure(tmp_path: Path) -> None:

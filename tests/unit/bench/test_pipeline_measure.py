@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bench.pipeline_measure import latencies_ms, measure, our_id
-from connectors.consumer import Consumed
+from connectors.io.consumer import Consumed
 from pipeline.operators.events import Member, result_id
 
 

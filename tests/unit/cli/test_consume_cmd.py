@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from connectors.consumer import Consumed, Undecodable
+from connectors.io.consumer import Consumed, Undecodable
 from pipeline.cli.consume_cmd import compact, to_json_value, write_jsonl, write_tables
 
 

@@ -31,8 +31,8 @@ def test_missing_spec_file_exits_2(tmp_path: object, capsys: pytest.CaptureFixtu
 
 
 def test_cli_defaults_are_the_demo_config_defaults() -> None:
+    from pipeline.app.demo import DemoConfig
     from pipeline.cli import demo_cmd
-    from pipeline.demo import DemoConfig
 
     cfg = DemoConfig()
     assert (cfg.duration_s, cfg.speedup, cfg.max_rate) \

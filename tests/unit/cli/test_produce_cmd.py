@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.ports import ephemeral_port
+from connectors.launch.ports import ephemeral_port
 from connectors.workloads import WorkloadSpec, ZipfDelay, generate, read_jsonl
 from pipeline.cli.main import main
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.operators.events import Event, event_from_dump
-from pipeline.spec import Spec, parse_spec
+from pipeline.spec.model import Spec, parse_spec
 
 WORDS = ("goal", "match", "rain", "vote", "stock", "film", "storm", "cup")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.correlation import CorrelationConfig, LagHistograms, interval_mass
 from pipeline.operators.hooks import ProbeFeedback
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
-from pipeline.oracle import brute_force_oracle
-from pipeline.spec import parse_spec
+from pipeline.quality.oracle import brute_force_oracle
+from pipeline.spec.model import parse_spec
 from tests.unit.operators.streams import make_dump, make_spec, to_events
 
 PREDICATES = ["equi", "band", "distance", "cosine", "custom"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import SerializationError
+from pipeline.core.errors import SerializationError
 from pipeline.operators.events import (
     Member,
     event_from_dump,

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from connectors.workloads import WorkloadSpec, generate
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
 from pipeline.operators.grubjoin import GrubJoinShedder
 from pipeline.operators.randomdrop import RandomDropShedder
-from pipeline.oracle import brute_force_oracle
-from pipeline.spec import Spec, parse_spec
+from pipeline.quality.oracle import brute_force_oracle
+from pipeline.spec.model import Spec, parse_spec
 
 DURATION_S = 30.0
 

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.hooks import ProbePlan
 from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
 from pipeline.operators.predicates import build_predicate
-from pipeline.oracle import brute_force_oracle
+from pipeline.quality.oracle import brute_force_oracle
 from tests.unit.operators.streams import make_spec, to_events
 
 # Fig. 1: 2-way equi-join, W1 = W2 = 2; capitals = S1, lower case = S2; x^ts.

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError, SerializationError
+from pipeline.core.errors import ConfigError, SerializationError
 from pipeline.operators.predicates import build_predicate
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], bool]] = [

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from connectors.workloads import EquiParams, ExponentialDelay, WorkloadSpec, ZipfDelay, generate
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.delay_stats import delay_bin
 from pipeline.operators.engine import Engine
@@ -17,8 +17,8 @@ from pipeline.operators.events import event_from_dump
 from pipeline.operators.profiler import ProductivityMaps
 from pipeline.operators.quality_policy import QualityConfig, QualityPolicy, merge_maps
 from pipeline.operators.recall_model import ModelConfig, gamma_curve
-from pipeline.oracle import duckdb_oracle
-from pipeline.spec import Spec, parse_spec
+from pipeline.quality.oracle import duckdb_oracle
+from pipeline.spec.model import Spec, parse_spec
 from tests.unit.operators.test_recall_model import reference_gamma
 
 

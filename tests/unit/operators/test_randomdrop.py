@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.randomdrop import keep_probabilities, thinned_cost
 from tests.unit.operators.harvest_models import random_model

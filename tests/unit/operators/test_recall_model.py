@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.profiler import ProductivityMaps
 from pipeline.operators.recall_model import ModelConfig, gamma_curve, selectivity_ratio
 

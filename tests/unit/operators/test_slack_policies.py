@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from pipeline.errors import OperatorStateError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event
 from pipeline.operators.noshed import NoShedder

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pipeline.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.throttle import (
     Z_MIN,
     Ceiling,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.operators.virtual_cpu import (
     VirtualCpu,
     VirtualCpuConfig,

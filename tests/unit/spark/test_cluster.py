@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import ConfigError, InfraError
+from pipeline.core.errors import ConfigError, InfraError
 from pipeline.spark.cluster import (
     ClusterConfig,
     StandaloneCluster,

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import ConfigError, OperatorStateError
-from pipeline.oracle import oracle
-from pipeline.routing import Router, RouterConfig
+from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.diffusion.routing import Router, RouterConfig
+from pipeline.quality.oracle import oracle
 from pipeline.spark.instance import (
     LAG_TARGET_SHARE,
     OUTPUT_COLUMNS,
@@ -31,7 +31,7 @@ from pipeline.spark.instance import (
     dead_letter_frame,
     effective_shedding,
 )
-from pipeline.spec import Spec, parse_spec
+from pipeline.spec.model import Spec, parse_spec
 
 STREAMS = ("s1", "s2", "s3")
 ATTRS = ("value", "a1", "x", "y")

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pipeline.oracle import oracle
+from pipeline.quality.oracle import oracle
 from pipeline.spark import processor as proc
 from pipeline.spark.instance import InstanceConfig, JoinInstance
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig

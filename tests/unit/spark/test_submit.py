@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pipeline.cli.main import main
-from pipeline.config import load_settings
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
+from pipeline.core.settings import load_settings
 from pipeline.spark.submit import (
     JobReport,
     ProgressWatch,
@@ -19,7 +19,7 @@ from pipeline.spark.submit import (
     java_client_options,
     job_config,
 )
-from pipeline.spec import Spec, parse_spec
+from pipeline.spec.model import Spec, parse_spec
 from tests.unit.cli.exits import exit_2_stderr
 
 

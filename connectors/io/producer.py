@@ -1,0 +1,403 @@
+"""Idempotent Avro producer: publish records to Kafka as single-object encoded Avro.
+
+Public API (used by ``harvest produce`` and the benchmarks; keep it stable):
+
+* :class:`ProducerConfig` - frozen client settings; ``ProducerConfig.from_settings(settings)``.
+* :class:`Pacing` - replay records in real time by their ``arrival_time`` x ``speedup``.
+* :func:`publish` - encode + send an iterable of record dicts, wait for delivery and return a
+  :class:`ProduceReport`. Raises :class:`KafkaUnavailableError` when no broker answers
+  (within ``connect_timeout_s``, well under 30 s) and :class:`SerializationError` when a
+  record does not match its schema (records before it are still flushed).
+* :func:`publish_encoded` - the same for already-encoded ``(topic, key, value)`` messages.
+
+Records are encoded in batches of ``_CHUNK`` with the serde's vectorized path
+(:meth:`AvroSerde.encode_many`), then handed to librdkafka one by one; delivery reports
+are requested for failures only (``delivery.report.only.error``), so ``delivered`` is
+``sent - failed`` once the final, bounded flush returns.
+
+Example::
+
+    serde = AvroSerde.from_dir(settings.schemas_dir)
+    report = publish(
+        records,
+        config=ProducerConfig.from_settings(settings),
+        serde=serde,
+        schema_name="sensor_reading",
+        topic_of=lambda r: input_topic(settings.topic_prefix, "sensors", r["stream"]),
+        key_of=lambda r: r["stream"].encode(),
+        pace=Pacing(speedup=10.0),       # or None: as fast as possible
+        on_progress=bar.update,          # called with the number of records sent since last call
+    )
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from connectors.io.admin import ensure_topics
+from connectors.io.serde import AvroSerde
+from connectors.io.topics import validate_topic
+from pipeline.core.errors import (
+    ConfigError,
+    DeliveryError,
+    KafkaUnavailableError,
+    SerializationError,
+)
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
+
+log = get_logger(__name__)
+
+Record = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """librdkafka producer settings (frozen; build once from :class:`Settings`)."""
+
+    bootstrap: str
+    client_config: Mapping[str, str] = field(default_factory=dict)
+    linger_ms: int = 20
+    batch_size: int = 1_000_000
+    compression: str = "lz4"
+    queue_max_messages: int = 500_000
+    connect_timeout_s: float = 10.0
+    flush_timeout_s: float = 20.0
+    message_timeout_ms: int = 30_000
+    create_topics: bool = True
+    topic_partitions: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap.strip():
+            raise ConfigError("bootstrap: empty Kafka bootstrap servers")
+        if self.linger_ms < 0:
+            raise ConfigError(f"linger_ms: must be >= 0, got {self.linger_ms}")
+        if self.connect_timeout_s <= 0 or self.flush_timeout_s <= 0:
+            raise ConfigError(
+                f"connect_timeout_s/flush_timeout_s: must be > 0, got "
+                f"{self.connect_timeout_s}/{self.flush_timeout_s}"
+            )
+        if self.topic_partitions < 1:
+            raise ConfigError(f"topic_partitions: must be >= 1, got {self.topic_partitions}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> ProducerConfig:
+        """Bootstrap + security settings from :class:`Settings`; other fields overridable."""
+        return cls(
+            bootstrap=settings.resolved_bootstrap(),
+            client_config=dict(settings.kafka_client_config()),
+            **overrides,
+        )
+
+    def librdkafka(self) -> dict[str, Any]:
+        """The confluent_kafka ``Producer`` configuration dict."""
+        return {
+            **self.client_config,
+            "bootstrap.servers": self.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": self.linger_ms,
+            "batch.size": self.batch_size,
+            "compression.type": self.compression,
+            "queue.buffering.max.messages": self.queue_max_messages,
+            "message.timeout.ms": self.message_timeout_ms,
+            "delivery.report.only.error": True,
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """A plain dict of this config (the client secrets are left out)."""
+        return {
+            "bootstrap": self.bootstrap,
+            "linger_ms": self.linger_ms,
+            "batch_size": self.batch_size,
+            "compression": self.compression,
+            "queue_max_messages": self.queue_max_messages,
+            "connect_timeout_s": self.connect_timeout_s,
+            "flush_timeout_s": self.flush_timeout_s,
+            "message_timeout_ms": self.message_timeout_ms,
+            "create_topics": self.create_topics,
+            "topic_partitions": self.topic_partitions,
+        }
+
+    @classmethod
+    def from_snapshot(cls, snap: Mapping[str, Any]) -> ProducerConfig:
+        """Inverse of :meth:`snapshot` (client security settings must be re-supplied)."""
+        return cls(**dict(snap))
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """Replay in real time: record i is sent (arrival_i - arrival_0) / speedup after start.
+
+    ``arrival_time`` (ms) is read from each record; ``speedup=10`` replays 10x faster than
+    real time. Sleeping uses the injected ``sleep``/``clock`` (seconds, monotonic).
+    """
+
+    speedup: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    time_field: str = "arrival_time"
+
+    def __post_init__(self) -> None:
+        if not self.speedup > 0:
+            raise ConfigError(f"speedup: must be > 0, got {self.speedup}")
+
+
+@dataclass
+class ProduceReport:
+    """What :func:`publish` did: records handed to the client, acknowledged, failed."""
+
+    sent: int = 0
+    delivered: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    topics: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        """Delivered records per second."""
+        return self.delivered / self.seconds if self.seconds > 0 else 0.0
+
+    def raise_on_failure(self) -> None:
+        """Raise :class:`DeliveryError` if any record was not delivered."""
+        if self.failed or self.delivered != self.sent:
+            first = "; ".join(self.errors[:3])
+            raise DeliveryError(
+                f"{self.sent - self.delivered} of {self.sent} records not delivered"
+                + (f": {first}" if first else "")
+            )
+
+
+_MAX_ERRORS_KEPT = 20
+
+
+class _Session:
+    """One producer client: reachability check, topic creation, produce, final flush."""
+
+    def __init__(self, config: ProducerConfig, clock: Callable[[], float]) -> None:
+        from confluent_kafka import KafkaException, Producer
+
+        self._config = config
+        self._kafka_exception = KafkaException
+        self._clock = clock
+        self.report = ProduceReport()
+        self._known_topics: set[str] = set()
+        self._producer = Producer({**config.librdkafka(), "on_delivery": self._on_delivery})
+        try:
+            self._producer.list_topics(timeout=config.connect_timeout_s)
+        except KafkaException as exc:
+            raise KafkaUnavailableError(
+                f"no Kafka broker answered at {config.bootstrap} within "
+                f"{config.connect_timeout_s} s ({exc}); start one with `harvest kafka up` "
+                "or set HARVEST_BOOTSTRAP_SERVERS"
+            ) from exc
+        self._started = clock()
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        """Delivery report; with ``delivery.report.only.error`` only failures arrive."""
+        if err is None:
+            return
+        self.report.failed += 1
+        if len(self.report.errors) < _MAX_ERRORS_KEPT:
+            self.report.errors.append(f"{msg.topic()}: {err}")
+
+    def topic(self, name: str) -> str:
+        """Validate (and create, once) a topic before its first record."""
+        if name not in self._known_topics:
+            validate_topic(name)
+            if self._config.create_topics:
+                ensure_topics(
+                    self._config.bootstrap,
+                    [name],
+                    self._config.topic_partitions,
+                    client_config=self._config.client_config,
+                    timeout=self._config.connect_timeout_s,
+                )
+            self._known_topics.add(name)
+            self.report.topics.setdefault(name, 0)
+        return name
+
+    def send_many(
+        self, topics: Sequence[str], keys: Sequence[bytes | None], values: Sequence[bytes]
+    ) -> None:
+        """Hand encoded records to the client; waits while its local queue is full.
+
+        A record the client refuses outright (e.g. larger than ``message.max.bytes``)
+        counts as sent and failed, with the reason in the report.
+        """
+        for name in set(topics).difference(self._known_topics):
+            self.topic(name)
+        producer = self._producer
+        produce = producer.produce
+        for topic, key, value in zip(topics, keys, values, strict=True):
+            while True:
+                try:
+                    produce(topic, value, key)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+                except self._kafka_exception as exc:
+                    self._on_refused(topic, exc)
+                    break
+        report = self.report
+        report.sent += len(values)
+        for name, count in Counter(topics).items():
+            report.topics[name] += count
+        producer.poll(0)
+
+    def _on_refused(self, topic: str, exc: Exception) -> None:
+        self.report.failed += 1
+        if len(self.report.errors) < _MAX_ERRORS_KEPT:
+            self.report.errors.append(f"{topic}: {exc}")
+
+    def poll(self) -> None:
+        """Serve delivery reports without blocking."""
+        self._producer.poll(0)
+
+    def close(self) -> ProduceReport:
+        """Flush (bounded by ``flush_timeout_s``) and fill in delivered/failed/seconds."""
+        remaining = self._producer.flush(self._config.flush_timeout_s)
+        report = self.report
+        if remaining:
+            report.failed += remaining
+            report.errors.append(
+                f"{remaining} records not acknowledged within {self._config.flush_timeout_s} s"
+            )
+        report.delivered = report.sent - report.failed
+        report.seconds = self._clock() - self._started
+        return report
+
+
+_CHUNK = 1000  # records encoded per vectorized batch
+
+
+class _Pacer:
+    """Sleeps so that each record leaves (arrival - first arrival) / speedup after start."""
+
+    def __init__(self, pace: Pacing, serve: Callable[[], None]) -> None:
+        self._pace = pace
+        self._serve = serve
+        self._first: float | None = None
+        self._start = 0.0
+
+    def wait(self, record: Record) -> None:
+        pace = self._pace
+        arrival = float(record[pace.time_field])
+        if self._first is None:
+            self._first, self._start = arrival, pace.clock()
+        due = self._start + (arrival - self._first) / 1000.0 / pace.speedup
+        wait = due - pace.clock()
+        if wait > 0:
+            self._serve()
+            pace.sleep(wait)
+
+
+def _encodable_prefix(serde: AvroSerde, name: str, chunk: list[Record]) -> list[bytes]:
+    """The encodings of ``chunk``'s records up to (not including) the first bad one."""
+    out: list[bytes] = []
+    for record in chunk:
+        try:
+            out.append(serde.encode(name, record))
+        except SerializationError:
+            break
+    return out
+
+
+def _report_progress(on_progress: Callable[[int], None] | None, sent: int, last: int) -> int:
+    if on_progress is not None and sent > last:
+        on_progress(sent - last)
+    return sent
+
+
+def publish(
+    records: Iterable[Record],
+    *,
+    config: ProducerConfig,
+    serde: AvroSerde,
+    schema_name: str,
+    topic_of: Callable[[Record], str],
+    key_of: Callable[[Record], bytes | None] | None = None,
+    pace: Pacing | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    progress_every: int = 5000,
+    clock: Callable[[], float] = time.monotonic,
+) -> ProduceReport:
+    """Encode ``records`` with ``schema_name`` and produce each to ``topic_of(record)``.
+
+    Idempotent producer (``enable.idempotence``, ``acks=all``) with lz4 batches. Topics are
+    created on first sight when ``config.create_topics``. Returns once every record is
+    acknowledged or failed, or ``config.flush_timeout_s`` passed (then the unacknowledged
+    rest counts as failed). ``on_progress(n)`` gets increments of sent records.
+    A record that does not match the schema raises :class:`SerializationError` naming its
+    index, after the records before it were flushed.
+    """
+    serde.entry(schema_name)  # unknown name: fail before connecting
+    session = _Session(config, clock)
+    pacer = _Pacer(pace, session.poll) if pace is not None else None
+    send_many = session.send_many
+    iterator = iter(records)
+    index = last_progress = 0
+    try:
+        while chunk := list(islice(iterator, _CHUNK)):
+            error: SerializationError | None = None
+            try:
+                values = serde.encode_many(schema_name, chunk, first_index=index)
+            except SerializationError as exc:
+                error, values = exc, _encodable_prefix(serde, schema_name, chunk)
+            head = chunk[: len(values)]
+            if pacer is None:
+                keys = [key_of(r) for r in head] if key_of is not None else [None] * len(head)
+                send_many([topic_of(r) for r in head], keys, values)
+            else:
+                for record, value in zip(head, values, strict=True):
+                    pacer.wait(record)
+                    key = key_of(record) if key_of is not None else None
+                    send_many([topic_of(record)], [key], [value])
+            index += len(values)
+            if error is not None:
+                raise error
+            if index - last_progress >= progress_every:
+                last_progress = _report_progress(on_progress, index, last_progress)
+    finally:
+        report = session.close()
+        _report_progress(on_progress, report.sent, last_progress)
+    log.info(
+        "published",
+        schema=schema_name,
+        sent=report.sent,
+        delivered=report.delivered,
+        failed=report.failed,
+        seconds=round(report.seconds, 3),
+    )
+    return report
+
+
+def publish_encoded(
+    messages: Iterable[tuple[str, bytes | None, bytes]],
+    *,
+    config: ProducerConfig,
+    on_progress: Callable[[int], None] | None = None,
+    progress_every: int = 5000,
+    clock: Callable[[], float] = time.monotonic,
+) -> ProduceReport:
+    """Produce already-encoded ``(topic, key, value)`` messages (e.g. dead letters, or the
+    benchmark's ceiling); same delivery accounting as :func:`publish`."""
+    session = _Session(config, clock)
+    last_progress = 0
+    try:
+        iterator = iter(messages)
+        while chunk := list(islice(iterator, _CHUNK)):
+            topics, keys, values = zip(*chunk, strict=True)
+            session.send_many(topics, keys, values)
+            if session.report.sent - last_progress >= progress_every:
+                last_progress = _report_progress(on_progress, session.report.sent, last_progress)
+    finally:
+        report = session.close()
+        _report_progress(on_progress, report.sent, last_progress)
+    return report

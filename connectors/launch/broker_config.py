@@ -1,0 +1,139 @@
+"""Configuration of the local Kafka broker: paths, listener ports, rendered properties,
+JVM command lines. Pure functions only; :mod:`connectors.launch.broker` runs the processes.
+"""
+
+from __future__ import annotations
+
+import base64
+import string
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from connectors.launch.ports import LOOPBACK, choose_port
+from pipeline.core.errors import InfraError
+from pipeline.core.settings import PROJECT_ROOT, Settings
+
+INFRA_KAFKA = PROJECT_ROOT / "infra" / "kafka"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Where and how the local broker runs (built from :class:`Settings`, never mutated)."""
+
+    kafka_dir: Path
+    jars_dir: Path
+    java_home: Path | None = None
+    preferred_port: int = 9092
+    host: str = LOOPBACK
+    heap: str = "512m"
+    start_timeout_s: float = 60.0
+    stop_timeout_s: float = 30.0
+    template: Path = INFRA_KAFKA / "server.properties.template"
+    log4j_config: Path = INFRA_KAFKA / "log4j2.xml"
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> BrokerConfig:
+        """The broker config for ``settings`` (``kafka_dir``, ``jars_dir``, ``kafka_port``)."""
+        base: dict[str, object] = {
+            "kafka_dir": settings.kafka_dir,
+            "jars_dir": settings.jars_dir,
+            "java_home": settings.java_home,
+            "preferred_port": settings.kafka_port,
+        }
+        base.update(overrides)
+        return cls(**base)  # type: ignore[arg-type]
+
+    @property
+    def data_dir(self) -> Path:
+        return self.kafka_dir / "data"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.kafka_dir / "logs"
+
+    @property
+    def server_log(self) -> Path:
+        return self.logs_dir / "server.log"
+
+    @property
+    def console_log(self) -> Path:
+        return self.logs_dir / "console.log"
+
+    @property
+    def properties_file(self) -> Path:
+        return self.kafka_dir / "server.properties"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.kafka_dir / "kafka.pid"
+
+    @property
+    def ports_file(self) -> Path:
+        return self.kafka_dir / "ports.json"
+
+    @property
+    def bootstrap_file(self) -> Path:
+        return self.kafka_dir / "bootstrap"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.kafka_dir / ".lock"
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The broker's two listeners: clients (PLAINTEXT) and the KRaft controller."""
+
+    broker: int
+    controller: int
+
+
+def render_properties(template: str, ports: Ports, data_dir: Path) -> str:
+    """Fill ``server.properties.template`` (``string.Template`` placeholders)."""
+    try:
+        return string.Template(template).substitute(
+            broker_port=ports.broker, controller_port=ports.controller, data_dir=data_dir
+        )
+    except (KeyError, ValueError) as exc:
+        raise InfraError(f"bad placeholder in the broker template: {exc}") from exc
+
+
+def pick_ports(preferred: int, previous: Ports | None, host: str = LOOPBACK) -> Ports:
+    """Client port: ``preferred`` (9092) if free, else the previous run's, else any free one.
+    Controller port: the previous run's if free, else ``preferred + 1``, else any free one."""
+    broker = choose_port([preferred, previous.broker if previous else None], host)
+    controller = choose_port(
+        [previous.controller if previous else None, preferred + 1 if preferred < 65535 else None],
+        host,
+        exclude=[broker],
+    )
+    return Ports(broker, controller)
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars),
+    never starting with ``-`` (it would read as a command-line flag)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def java_command(config: BrokerConfig, java: Path, main_class: str, *args: str) -> list[str]:
+    """The JVM command line for a Kafka main class with the jars from `make jars`."""
+    return [
+        str(java),
+        "-Xms64m",
+        f"-Xmx{config.heap}",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={config.logs_dir}",
+        f"-Dlog4j2.configurationFile={config.log4j_config}",
+        "-cp",
+        str(config.jars_dir / "kafka" / "*"),
+        main_class,
+        *args,
+    ]

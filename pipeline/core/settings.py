@@ -1,0 +1,92 @@
+"""Process settings (pydantic-settings): env prefix ``HARVEST_``, optional ``.env`` file.
+
+One frozen :class:`Settings` object is built in an entry point (the CLI) and passed down;
+library code never reads the environment itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.core.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Settings(BaseSettings):
+    """Settings shared by every `harvest` subcommand.
+
+    >>> Settings(topic_prefix="run7").topic_prefix
+    'run7'
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="HARVEST_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    bootstrap_servers: str | None = Field(
+        default=None,
+        description="Kafka bootstrap servers; default: the local broker's address "
+        "recorded by `harvest kafka up`, else 127.0.0.1:9092",
+    )
+    topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")
+    cache_dir: Path = Field(default=PROJECT_ROOT / ".cache")
+    schemas_dir: Path = Field(default=PROJECT_ROOT / "schemas")
+    kafka_port: int = Field(default=9092, ge=1, le=65535)
+    log_format: Literal["auto", "console", "json"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    java_home: Path | None = None
+
+    @property
+    def jars_dir(self) -> Path:
+        """Where `make jars` copies the Maven dependencies."""
+        return self.cache_dir / "jars"
+
+    @property
+    def kafka_dir(self) -> Path:
+        """Data, logs, pid file and recorded bootstrap address of the local broker."""
+        return self.cache_dir / "kafka"
+
+    def resolved_bootstrap(self) -> str:
+        """The bootstrap servers to use: explicit setting, then the local broker's record."""
+        if self.bootstrap_servers:
+            return self.bootstrap_servers
+        record = self.kafka_dir / "bootstrap"
+        if record.exists():
+            text = record.read_text().strip()
+            if text:
+                return text
+        return f"127.0.0.1:{self.kafka_port}"
+
+    def kafka_client_config(self) -> dict[str, str]:
+        """librdkafka settings for security (empty for PLAINTEXT)."""
+        conf: dict[str, str] = {}
+        if self.security_protocol != "PLAINTEXT":
+            conf["security.protocol"] = self.security_protocol
+        if self.sasl_mechanism:
+            conf["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username:
+            conf["sasl.username"] = self.sasl_username
+        if self.sasl_password is not None:
+            conf["sasl.password"] = self.sasl_password.get_secret_value()
+        return conf
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings, turning validation failures into :class:`ConfigError`."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            f"invalid setting HARVEST_{field.upper()}: {first['msg']} (got {first.get('input')!r})"
+        ) from exc

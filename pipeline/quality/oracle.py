@@ -1,0 +1,267 @@
+"""The exact answer of a window join over the complete, sorted input (DESIGN §4).
+
+A result ⟨e_1..e_m⟩ (one tuple per stream) is true iff for every pair (i, j)
+e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i and the predicate holds (Ji et al. §II).
+
+* :func:`duckdb_oracle` — m self-joins in DuckDB SQL, every pair's window and
+  predicate condition spelled out (equi, band, distance);
+* :func:`brute_force_oracle` — NumPy: a boolean matrix per stream pair, then
+  m-tuples enumerated by extending partial tuples; handles cosine and custom callables.
+
+Both are deliberately independent of ``pipeline.operators`` (the code they check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pipeline.core.errors import ConfigError, SerializationError
+from pipeline.operators.events import JoinResult, results_from_arrays
+from pipeline.spec.model import JoinSpec
+
+COSINE_TOLERANCE = 1e-9
+PairFn = Callable[[Mapping[str, NDArray[Any]], Mapping[str, NDArray[Any]]], Any]
+
+
+def _columns(join: JoinSpec) -> tuple[str, ...]:
+    if join.predicate in ("equi", "band"):
+        assert join.attribute is not None
+        return (join.attribute,)
+    if join.predicate == "distance":
+        return (join.x, join.y)
+    return ()
+
+
+def _split(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    index = {s: i for i, s in enumerate(join.streams)}
+    per: list[list[Mapping[str, Any]]] = [[] for _ in join.streams]
+    for r in records:
+        name = r.get("stream")
+        if name not in index:
+            raise SerializationError(f"record stream {name!r} is not one of {list(join.streams)}")
+        per[index[str(name)]].append(r)
+    return per
+
+
+def _numeric(rows: Sequence[Mapping[str, Any]], col: str) -> NDArray[np.float64]:
+    try:
+        return np.array([float(r[col]) for r in rows], dtype=np.float64)
+    except KeyError:
+        raise SerializationError(f"a record has no attribute {col!r}") from None
+    except (TypeError, ValueError):
+        raise SerializationError(f"attribute {col!r} has a non-numeric value") from None
+
+
+def _results(
+    join: JoinSpec, per: list[list[Mapping[str, Any]]], rows: NDArray[Any]
+) -> list[JoinResult]:
+    """Results for rows of per-stream positions, sorted by (result_time, id)."""
+    m = len(join.streams)
+    seqs = np.empty((len(rows), m), np.int64)
+    tss = np.empty((len(rows), m), np.int64)
+    for s in range(m):
+        seq_col = np.array([int(r["seq"]) for r in per[s]], np.int64)
+        ts_col = np.array([int(r["event_time"]) for r in per[s]], np.int64)
+        seqs[:, s] = seq_col[rows[:, s]] if len(rows) else 0
+        tss[:, s] = ts_col[rows[:, s]] if len(rows) else 0
+    out = results_from_arrays(join.streams, seqs, tss)
+    out.sort(key=lambda r: (r.result_time, r.id))
+    return out
+
+
+# --------------------------------------------------------------------------- DuckDB
+def _sql_predicate(join: JoinSpec, a: str, b: str) -> str:
+    eps = repr(float(join.epsilon))
+    if join.predicate == "equi":
+        return f"{a}.c0 = {b}.c0"
+    if join.predicate == "band":
+        return f"abs({a}.c0 - {b}.c0) <= {eps}"
+    if join.predicate == "distance":
+        return (
+            f"(({a}.c0 - {b}.c0) * ({a}.c0 - {b}.c0) + ({a}.c1 - {b}.c1) * ({a}.c1 - {b}.c1))"
+            f" <= {eps} * {eps}"
+        )
+    raise ConfigError(f"join.predicate: {join.predicate!r} has no SQL form; use brute force")
+
+
+def _bucketed(join: JoinSpec) -> bool:
+    """Band and distance joins get grid buckets so DuckDB can hash-join (see duckdb_sql)."""
+    return join.predicate in ("band", "distance") and join.epsilon > 0
+
+
+def duckdb_sql(join: JoinSpec) -> str:
+    """The oracle query over tables t0..t{m-1}(pos, ts, c0[, c1][, g0[, g1]]).
+
+    Every pair's window and predicate condition is spelled out. For band and distance
+    joins an extra, implied condition lets DuckDB use a hash join instead of a nested
+    loop: each tuple carries its grid cell g = floor(c / ε) per coordinate, and streams
+    1..m−1 are read through views ``x{i}`` that repeat every row once per neighbouring
+    cell offset (−1, 0, +1 per coordinate). |a − b| ≤ ε implies the cells differ by at most
+    one, so joining on "shifted cell of t_i = cell of t0" keeps every true result exactly
+    once (the offsets are distinct) and the pair conditions below keep only true ones.
+    """
+    m = len(join.streams)
+    w = join.windows
+    select = ", ".join(f"t{i}.pos AS p{i}" for i in range(m))
+    dims = len(_columns(join)) if _bucketed(join) else 0
+    sources = ["t0"] + [f"x{i} AS t{i}" if dims else f"t{i}" for i in range(1, m)]
+    conds: list[str] = []
+    for i in range(1, m):
+        conds.extend(f"t{i}.g{d} = t0.g{d}" for d in range(dims))
+    for i, j in combinations(range(m), 2):
+        conds.append(f"t{j}.ts BETWEEN t{i}.ts - {w[j]} AND t{i}.ts + {w[i]}")
+        conds.append(_sql_predicate(join, f"t{i}", f"t{j}"))
+    return f"SELECT {select} FROM {', '.join(sources)} WHERE {' AND '.join(conds)}"
+
+
+def _create_bucket_views(con: Any, join: JoinSpec) -> None:
+    """Cell columns on every table and the neighbour-exploded views x1..x{m-1}."""
+    cols = _columns(join)
+    eps = repr(float(join.epsilon))
+    for i in range(len(join.streams)):
+        cells = ", ".join(f"CAST(floor(c{d} / {eps}) AS BIGINT) AS g{d}" for d in range(len(cols)))
+        con.execute(f"CREATE TABLE t{i}g AS SELECT *, {cells} FROM t{i}")
+        con.execute(f"DROP TABLE t{i}")
+        con.execute(f"ALTER TABLE t{i}g RENAME TO t{i}")
+    offsets = " CROSS JOIN ".join(
+        f"(SELECT unnest([-1, 0, 1]) AS o{d})" for d in range(len(cols))
+    )
+    plain = ", ".join(["pos", "ts", *(f"c{d}" for d in range(len(cols)))])
+    shifted = ", ".join(f"g{d} + o{d} AS g{d}" for d in range(len(cols)))
+    for i in range(1, len(join.streams)):
+        con.execute(
+            f"CREATE VIEW x{i} AS SELECT {plain}, {shifted} FROM t{i} CROSS JOIN {offsets}"
+        )
+
+
+def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
+    """Exact results by DuckDB SQL (equi, band, distance), sorted by (result_time, id)."""
+    import duckdb
+    import pandas as pd
+
+    per = _split(join, records)
+    cols = _columns(join)
+    if not cols:
+        raise ConfigError(f"join.predicate: {join.predicate!r} is not SQL-evaluable")
+    con = duckdb.connect()
+    try:
+        for i, rows in enumerate(per):
+            frame = pd.DataFrame(
+                {
+                    "pos": np.arange(len(rows), dtype=np.int64),
+                    "ts": np.array([int(r["event_time"]) for r in rows], dtype=np.int64),
+                    **{f"c{c}": _numeric(rows, name) for c, name in enumerate(cols)},
+                }
+            )
+            con.register(f"t{i}_df", frame)
+            con.execute(f"CREATE TABLE t{i} AS SELECT * FROM t{i}_df")
+        if _bucketed(join):
+            _create_bucket_views(con, join)
+        found = con.execute(duckdb_sql(join)).fetchnumpy()
+    finally:
+        con.close()
+    m = len(join.streams)
+    rows_arr = np.stack([np.asarray(found[f"p{i}"], np.int64) for i in range(m)], axis=1)
+    return _results(join, per, rows_arr)
+
+
+# ----------------------------------------------------------------------- brute force
+def _cosine_vectors(
+    rows: Sequence[Mapping[str, Any]], attr: str, vocab: dict[str, int]
+) -> NDArray[np.float64]:
+    mat = np.zeros((len(rows), max(1, len(vocab))))
+    for r, rec in enumerate(rows):
+        kw = rec.get(attr)
+        if not isinstance(kw, Mapping):
+            raise SerializationError(f"attribute {attr!r} must map keyword -> weight, got {kw!r}")
+        for word, weight in kw.items():
+            mat[r, vocab[str(word)]] += float(weight)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    return np.divide(mat, norms, out=np.zeros_like(mat), where=norms > 0)
+
+
+def _pair_matrix(
+    join: JoinSpec,
+    per: list[list[Mapping[str, Any]]],
+    feats: list[Any],
+    i: int,
+    j: int,
+    custom: PairFn | None,
+    custom_columns: Sequence[str],
+) -> NDArray[np.bool_]:
+    ts_i = np.array([int(r["event_time"]) for r in per[i]], dtype=np.int64)
+    ts_j = np.array([int(r["event_time"]) for r in per[j]], dtype=np.int64)
+    w = join.windows
+    ok = (ts_j[None, :] >= ts_i[:, None] - w[j]) & (ts_j[None, :] <= ts_i[:, None] + w[i])
+    if custom is not None:
+        left = {c: _numeric(per[i], c)[:, None] for c in custom_columns}
+        right = {c: _numeric(per[j], c)[None, :] for c in custom_columns}
+        return ok & np.broadcast_to(np.asarray(custom(left, right), bool), ok.shape)
+    if join.predicate == "cosine":
+        return ok & (feats[i] @ feats[j].T >= join.epsilon - COSINE_TOLERANCE)
+    a, b = feats[i], feats[j]
+    if join.predicate == "equi":
+        return ok & (a[:, None, 0] == b[None, :, 0])
+    if join.predicate == "band":
+        return ok & (np.abs(a[:, None, 0] - b[None, :, 0]) <= join.epsilon)
+    dx = a[:, None, 0] - b[None, :, 0]
+    dy = a[:, None, 1] - b[None, :, 1]
+    return ok & (dx * dx + dy * dy <= join.epsilon * join.epsilon)
+
+
+def brute_force_oracle(
+    join: JoinSpec,
+    records: Sequence[Mapping[str, Any]],
+    custom: PairFn | None = None,
+    custom_columns: Sequence[str] = (),
+) -> list[JoinResult]:
+    """Exact results by NumPy pair matrices (any predicate), sorted by (result_time, id)."""
+    per = _split(join, records)
+    m = len(join.streams)
+    feats: list[Any] = []
+    if custom is None and join.predicate == "cosine":
+        attr = join.attribute or "keywords"
+        vocab: dict[str, int] = {}
+        for rows in per:
+            for rec in rows:
+                kw = rec.get(attr)
+                if isinstance(kw, Mapping):
+                    for word in kw:
+                        vocab.setdefault(str(word), len(vocab))
+        feats = [_cosine_vectors(rows, attr, vocab) for rows in per]
+    elif custom is None:
+        cols = _columns(join)
+        feats = [
+            np.stack([_numeric(rows, c) for c in cols], axis=1)
+            if rows
+            else np.zeros((0, len(cols)))
+            for rows in per
+        ]
+    pairs = {
+        (i, j): _pair_matrix(join, per, feats, i, j, custom, custom_columns)
+        for i, j in combinations(range(m), 2)
+    }
+    partial = np.arange(len(per[0]), dtype=np.int64)[:, None]
+    for j in range(1, m):
+        if partial.shape[0] == 0:
+            break
+        ok = np.ones((partial.shape[0], len(per[j])), dtype=bool)
+        for s in range(j):
+            ok &= pairs[(s, j)][partial[:, s]]
+        pi, qi = np.nonzero(ok)
+        partial = np.concatenate([partial[pi], qi[:, None]], axis=1)
+    if partial.shape[1] < m:
+        partial = np.zeros((0, m), np.int64)
+    return _results(join, per, partial)
+
+
+def oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
+    """DuckDB for SQL-evaluable predicates, NumPy brute force for cosine."""
+    if join.predicate == "cosine":
+        return brute_force_oracle(join, records)
+    return duckdb_oracle(join, records)

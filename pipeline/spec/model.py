@@ -1,0 +1,208 @@
+"""The job spec (TOML) shared by `harvest join`, `harvest oracle` and `harvest submit`.
+
+Sections: ``[join]`` (Ji et al. §II window join), ``[disorder]`` (Ji et al. K-slack
+sizing), ``[shedding]`` (GrubJoin, Gedik et al.) and ``[job]`` (the Spark job). Unknown
+keys and bad values raise :class:`ConfigError` naming the key, e.g. ``join.epsilon``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pipeline.core.errors import ConfigError
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class JoinSpec(BaseModel):
+    """``[join]``: streams, windows and the predicate every pair of members must satisfy."""
+
+    model_config = _FROZEN
+
+    streams: tuple[str, ...] = Field(min_length=2)
+    window_ms: int | None = Field(default=None, gt=0)
+    windows_ms: tuple[int, ...] | None = None
+    predicate: Literal["equi", "band", "distance", "cosine"]
+    attribute: str | None = None
+    x: str = "x"
+    y: str = "y"
+    epsilon: float = Field(default=0.0, ge=0.0)
+    #: per-basic-window sorted indexes (beyond the paper): band and equi joins only
+    index: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> JoinSpec:
+        if self.index and self.predicate not in ("equi", "band"):
+            raise ValueError(f"index: only for equi and band joins, not {self.predicate!r}")
+        if len(set(self.streams)) != len(self.streams):
+            raise ValueError(f"streams: duplicate stream names in {list(self.streams)}")
+        if (self.window_ms is None) == (self.windows_ms is None):
+            raise ValueError("window_ms: give exactly one of window_ms or windows_ms")
+        if self.windows_ms is not None:
+            if len(self.windows_ms) != len(self.streams):
+                raise ValueError(
+                    f"windows_ms: {len(self.windows_ms)} windows for "
+                    f"{len(self.streams)} streams"
+                )
+            if any(w <= 0 for w in self.windows_ms):
+                raise ValueError(f"windows_ms: every window must be > 0, got {self.windows_ms}")
+        if self.predicate in ("equi", "band") and not self.attribute:
+            raise ValueError(f"attribute: required for predicate {self.predicate!r}")
+        if self.predicate == "cosine" and not 0.0 < self.epsilon <= 1.0:
+            raise ValueError(f"epsilon: cosine threshold must be in (0, 1], got {self.epsilon}")
+        if self.predicate == "distance" and self.epsilon <= 0.0:
+            raise ValueError(f"epsilon: distance radius must be > 0, got {self.epsilon}")
+        return self
+
+    @property
+    def windows(self) -> tuple[int, ...]:
+        """Window size W_i per stream, in ms."""
+        if self.windows_ms is not None:
+            return self.windows_ms
+        assert self.window_ms is not None
+        return tuple(self.window_ms for _ in self.streams)
+
+
+class DisorderSpec(BaseModel):
+    """``[disorder]``: K-slack sizing (Ji et al.): none | max | fixed | quality."""
+
+    model_config = _FROZEN
+
+    mode: Literal["none", "max", "fixed", "quality"] = "quality"
+    slack_ms: int = Field(default=0, ge=0)
+    recall: float = Field(default=0.99, gt=0.0, le=1.0)
+    period_ms: int = Field(default=60_000, gt=0)
+    interval_ms: int = Field(default=1_000, gt=0)
+    granularity_ms: int = Field(default=10, gt=0)
+    #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
+    late_estimate: Literal["max", "mean"] = "mean"
+
+    @model_validator(mode="after")
+    def _check(self) -> DisorderSpec:
+        if self.interval_ms > self.period_ms:
+            raise ValueError(
+                f"interval_ms: L must be <= P, got L={self.interval_ms} P={self.period_ms}"
+            )
+        return self
+
+
+class SheddingSpec(BaseModel):
+    """``[shedding]``: GrubJoin window harvesting (Gedik et al.) or RandomDrop."""
+
+    model_config = _FROZEN
+
+    mode: Literal["off", "grubjoin", "randomdrop"] = "off"
+    basic_window_ms: int = Field(default=2_000, gt=0)
+    adapt_interval_ms: int = Field(default=5_000, gt=0)
+    boost: float = Field(default=1.2, gt=1.0)
+    shred_rate: float = Field(default=0.1, ge=0.0, le=1.0)
+    budget: Literal["virtual", "wall"] = "virtual"
+    capacity: float | None = Field(default=None, gt=0.0)
+    queue: int = Field(default=10, ge=1)
+    heuristic: Literal["bdopdc", "bo", "bopc"] = "bdopdc"
+    learn: bool = True
+    seed: int = Field(default=0, ge=0)
+    tuple_cost: float = Field(default=1.0, ge=0.0)
+    #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
+    probe_cost: float = Field(default=0.0, ge=0.0)
+    utilization: float = Field(default=0.8, gt=0.0, le=1.0)
+
+    def with_budget(self, budget: Literal["virtual", "wall"] | None = None) -> SheddingSpec:
+        """This section with the budget source that applies (``budget`` overrides it, e.g.
+        ``[job] budget`` inside Spark); a virtual budget with shedding needs ``capacity``.
+
+        The check lives here, not in a validator, because one spec file serves both
+        ``harvest join`` (``[shedding] budget``) and ``harvest submit`` (``[job] budget``).
+        """
+        chosen = self.budget if budget is None else budget
+        if self.mode != "off" and chosen == "virtual" and self.capacity is None:
+            raise ConfigError(
+                "shedding.capacity: required when mode is not 'off' and the budget is 'virtual'"
+            )
+        return self if chosen == self.budget else self.model_copy(update={"budget": chosen})
+
+
+class JobSpec(BaseModel):
+    """``[job]``: the Spark Structured Streaming job (routing, triggers, checkpoint)."""
+
+    model_config = _FROZEN
+
+    workload: Literal["sensors", "news", "equi", "positions"] = "sensors"
+    routing: Literal["hash", "atr"] = "atr"
+    groups: int = Field(default=1, ge=1)
+    segment_ms: int = Field(default=10_000, gt=0)
+    master_stream: str | None = None
+    trigger_ms: int = Field(default=1_000, gt=0)
+    checkpoint: str | None = None
+    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    speedup: float = Field(default=1.0, gt=0.0)
+    budget: Literal["virtual", "wall"] = "wall"
+    topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")
+    shuffle_partitions: int = Field(default=4, ge=1)
+    mode: Literal["join", "passthrough"] = "join"
+    idle_flush_ms: int = Field(default=3_000, gt=0)
+
+
+class Spec(BaseModel):
+    """A whole job spec file."""
+
+    model_config = _FROZEN
+
+    join: JoinSpec
+    disorder: DisorderSpec = DisorderSpec()
+    shedding: SheddingSpec = SheddingSpec()
+    job: JobSpec = JobSpec()
+
+    @model_validator(mode="after")
+    def _check(self) -> Spec:
+        if self.job.routing == "hash" and self.join.predicate != "equi":
+            raise ValueError(
+                f"job.routing: 'hash' routing needs an equi-join, got predicate "
+                f"{self.join.predicate!r}; use 'atr'"
+            )
+        if self.job.master_stream is not None and self.job.master_stream not in self.join.streams:
+            raise ValueError(f"job.master_stream: {self.job.master_stream!r} is not a stream")
+        return self
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not isinstance(p, int))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        got = err.get("input")
+        suffix = "" if err["type"] in ("missing", "value_error") else f" (got {got!r})"
+        parts.append(f"{loc}: {msg}{suffix}" if loc else f"{msg}{suffix}")
+    return "; ".join(parts)
+
+
+def parse_spec(data: dict[str, object]) -> Spec:
+    """Validate a spec given as a dict (the parsed TOML)."""
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid spec: {_describe(exc)}") from exc
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a TOML spec file.
+
+    Raises :class:`ConfigError` for a missing file, bad TOML, unknown keys or bad values.
+    """
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"spec file not found: {p}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"spec {p}: not valid TOML: {exc}") from exc
+    try:
+        return parse_spec(data)
+    except ConfigError as exc:
+        raise ConfigError(f"spec {p}: {str(exc).removeprefix('invalid spec: ')}") from exc

@@ -1,0 +1,128 @@
+"""The full-join capacity estimate used by the demo and the pipeline benchmark."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+
+from pipeline.app.capacity import (
+    capacity_from_fit,
+    fit_cost,
+    measure_capacity,
+    time_full_join,
+    timing_config,
+)
+from pipeline.core.errors import ConfigError
+from pipeline.quality.oracle import oracle
+from tests.unit.operators.streams import make_dump, make_spec
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "rates"),
+    [
+        (1e-3, 2e-5, [100.0, 200.0]),
+        (0.0, 4e-6, [50.0, 150.0]),  # purely quadratic
+        (2e-4, 0.0, [10.0, 30.0]),  # purely linear
+        (5e-4, 1e-6, [40.0, 80.0, 160.0]),  # least squares over three samples
+    ],
+)
+def test_fit_recovers_the_cost_model(a: float, b: float, rates: list[float]) -> None:
+    costs = [a * r + b * r * r for r in rates]
+    got_a, got_b = fit_cost(rates, costs)
+    assert got_a == pytest.approx(a, abs=1e-12)
+    assert got_b == pytest.approx(b, abs=1e-14)
+
+
+def test_fit_clips_negative_terms() -> None:
+    # costs that fall with rate in their quadratic part: b would be negative → linear fit
+    a, b = fit_cost([100.0, 200.0], [0.5, 0.8])
+    assert b == 0.0 and a > 0
+    a, b = fit_cost([100.0, 200.0], [0.1, 0.9])  # a would be negative → quadratic
+    assert a == 0.0 and b > 0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "groups", "speedup", "u"),
+    [(1e-3, 2e-5, 1, 1.0, 0.8), (0.0, 4e-6, 2, 2.0, 0.6), (2e-4, 0.0, 1, 8.0, 0.8),
+     (5e-4, 1e-6, 3, 4.0, 1.0)],
+)
+def test_capacity_spends_exactly_the_budget(a: float, b: float, groups: int,
+                                            speedup: float, u: float) -> None:
+    r = capacity_from_fit(a, b, groups, speedup, u)
+    assert r > 0
+    assert math.isclose((a * r + b * r * r) / groups, u / speedup, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("rates", "costs"), [([100.0], [1.0]), ([100.0, 100.0], [1.0, 2.0]),
+                         ([0.0, 10.0], [1.0, 2.0]), ([1.0, 2.0], [0.0, 1.0])],
+)
+def test_bad_samples_are_rejected(rates: list[float], costs: list[float]) -> None:
+    with pytest.raises(ConfigError, match="capacity"):
+        fit_cost(rates, costs)
+
+
+def test_capacity_rejects_bad_values() -> None:
+    with pytest.raises(ConfigError, match="capacity"):
+        capacity_from_fit(0.0, 0.0, 1, 1.0, 0.8)
+
+
+def test_measure_capacity_times_the_exact_join_on_full_windows() -> None:
+    spec = make_spec(3, "band", [200, 200, 200],
+                     shedding={"mode": "grubjoin", "budget": "wall"},
+                     disorder={"mode": "fixed", "slack_ms": 0}, job={"groups": 2})
+    low = make_dump(3, 3, 30, max_gap=20, max_delay=50)
+    high = make_dump(4, 3, 60, max_gap=10, max_delay=50)
+    # each timed span "took" 2.5 s and 7.5 s
+    ticks: Iterator[float] = iter([10.0, 12.5, 20.0, 27.5])
+    cap = measure_capacity(spec, {40.0: low, 80.0: high}, sample_seconds=5.0, speedup=2.0,
+                           warm_seconds=0.0, clock=lambda: next(ticks))
+    # shedding forced off, fixed K raised to the max delay: the exact results
+    assert cap.results == len(oracle(spec.join, low)) + len(oracle(spec.join, high))
+    assert cap.costs == pytest.approx((0.5, 1.5))
+    a, b = fit_cost([40.0, 80.0], [0.5, 1.5])
+    assert (cap.linear, cap.quadratic) == pytest.approx((a, b))
+    assert cap.capacity_rate == pytest.approx(capacity_from_fit(a, b, 2, 2.0, 0.8))
+    assert "r_cap" in cap.describe()
+
+
+def test_warm_up_tuples_are_inserted_not_timed() -> None:
+    spec = make_spec(2, "band", [300, 300])
+    dump = make_dump(5, 2, 40, max_gap=20, max_delay=0)
+    warm_s = 0.2
+    ticks: Iterator[float] = iter([0.0, 1.0, 0.0, 1.0])
+    cap = measure_capacity(spec, {10.0: dump, 20.0: dump}, sample_seconds=1.0, speedup=1.0,
+                           warm_seconds=warm_s, clock=lambda: next(ticks))
+    timed_ids = {r.id for r in oracle(spec.join, dump)
+                 if r.result_time >= warm_s * 1000}
+    # every result completed by a timed tuple is found (windows were pre-filled)
+    assert cap.results == 2 * len(timed_ids)
+
+
+def test_repeats_keep_the_fastest_run() -> None:
+    spec = make_spec(2, "band", [300, 300])
+    dump = make_dump(6, 2, 30, max_gap=20, max_delay=0)
+    ticks: Iterator[float] = iter([0.0, 3.0, 10.0, 12.0, 20.0, 24.0])  # 3 s, 2 s, 4 s
+    wall, results = time_full_join(spec, dump, 0.0, clock=lambda: next(ticks), repeats=3)
+    assert wall == 2.0
+    assert results == len(oracle(spec.join, dump))
+
+
+@pytest.mark.parametrize(("disorder", "mode", "slack"), [
+    ({"mode": "quality", "recall": 0.9}, "quality", None),  # the job's per-tuple policy
+    ({"mode": "fixed", "slack_ms": 5}, "fixed", 50),  # exact: K = the sample's max delay
+    ({"mode": "none"}, "fixed", 50),
+])
+def test_timing_config_keeps_the_quality_policy_else_makes_the_join_exact(
+        disorder: dict[str, object], mode: str, slack: int | None) -> None:
+    spec = make_spec(3, "band", [200, 200, 200], disorder=disorder,
+                     shedding={"mode": "grubjoin", "budget": "wall"})
+    dump = make_dump(3, 3, 30, max_gap=20, max_delay=50)
+    want_max = max(int(r["arrival_time"]) - int(r["event_time"]) for r in dump)
+    cfg = timing_config(spec, dump)
+    assert cfg.shedding.mode == "off"
+    assert cfg.disorder.mode == mode
+    if slack is not None:
+        assert cfg.disorder.slack_ms == want_max
