@@ -38,14 +38,16 @@ kafka-up: venv jars ## Start the local single-node KRaft broker
 kafka-down: venv ## Stop the local broker
 	$(BIN)/harvest kafka down
 
-test: venv jars ## Run the whole test suite (starts the local broker if needed)
+test: venv jars ## Run the import-layer contract, then the whole test suite (starts the local broker if needed)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: venv ## Run only the unit tests (no broker, no Spark)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
-lint: venv ## ruff check
+lint: venv ## ruff check + the import-layer contract (lint-imports)
 	$(BIN)/ruff check pipeline connectors tests bench
+	$(BIN)/lint-imports
 
 typecheck: venv ## mypy
 	$(BIN)/mypy pipeline connectors

@@ -8,8 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
 
 def machine_info() -> dict[str, Any]:
     """What the numbers were measured on."""
@@ -23,7 +21,7 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def write_json(name: str, payload: dict[str, Any], results_dir: Path = RESULTS_DIR) -> Path:
+def write_json(name: str, payload: dict[str, Any], results_dir: Path) -> Path:
     """Write ``<results_dir>/<name>.json`` (pretty, with machine info) and return its path."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / f"{name}.json"
@@ -32,7 +30,7 @@ def write_json(name: str, payload: dict[str, Any], results_dir: Path = RESULTS_D
     return path
 
 
-def save_figure(fig: Any, name: str, results_dir: Path = RESULTS_DIR) -> Path:
+def save_figure(fig: Any, name: str, results_dir: Path) -> Path:
     """Save a matplotlib figure as ``<results_dir>/<name>.png`` and close it."""
     import matplotlib.pyplot as plt
 
@@ -42,13 +40,3 @@ def save_figure(fig: Any, name: str, results_dir: Path = RESULTS_DIR) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def new_figure(ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (7.0, 4.5)) -> Any:
-    """A matplotlib figure on the non-interactive Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(nrows, ncols, figsize=size)

@@ -41,13 +41,12 @@ from pipeline.app.demo import DemoConfig, calibrate
 from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.logging import get_logger
 from pipeline.core.procs import Child
-from pipeline.core.settings import PROJECT_ROOT, Settings
+from pipeline.core.settings import Settings
 from pipeline.spec.model import Spec, load_spec, parse_spec
 from pipeline.spec.toml import with_overrides
 
 log = get_logger(__name__)
 
-SENSOR_SPEC = PROJECT_ROOT / "examples" / "specs" / "demo.toml"
 SENSOR_DISORDER = "zipf:max=3000,skew=2"
 EQUI_DELAY_MS = 1000
 SPEEDUP = 1.0
@@ -96,10 +95,10 @@ def _equi_spec() -> Spec:
     })
 
 
-def sensor_spec(method: str) -> Spec:
+def sensor_spec(method: str, settings: Settings) -> Spec:
     """The demo spec with this bench's settings (see the module constants)."""
     return with_overrides(
-        load_spec(SENSOR_SPEC),
+        load_spec(settings.demo_spec),
         join={"window_ms": WINDOW_MS, "epsilon": EPSILON},
         shedding={"mode": method, "utilization": UTILIZATION},
         job={"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP},
@@ -207,7 +206,7 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
         prefix = str(row["topic_prefix"])
         equi = row["workload"] == "equi"
         case = Case(row["workload"], row["method"], float(row["input_rate"]),
-                    _equi_spec() if equi else sensor_spec(row["method"]), (),
+                    _equi_spec() if equi else sensor_spec(row["method"], settings), (),
                     EQUI_DURATION_S if equi else duration_s)
         m = _measure_case(case, prefix, settings, workdir, float(old["speedup"]),
                           wall=float(row["wall_s"]), batch_ms=[],
@@ -217,12 +216,12 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
         print(f"re-measured {case.workload} {case.method} at {case.rate:.0f}/s ({prefix})",
               flush=True)
     payload = _payload(rows, old["capacity"], bool(old["quick"]), float(old["speedup"]),
-                       duration_s, int(old["trigger_ms"]))
+                       duration_s, int(old["trigger_ms"]), settings)
     payload["remeasured"] = True
     return _publish(rows, payload, results_dir)
 
 
-def _cases(quick: bool, cap: float, duration_s: float) -> list[Case]:
+def _cases(quick: bool, cap: float, duration_s: float, settings: Settings) -> list[Case]:
     factors = (2.0,) if quick else (0.5, 1.0, 2.0, 3.0)
     equi = _equi_spec()
     equi_rate = 30.0
@@ -231,7 +230,7 @@ def _cases(quick: bool, cap: float, duration_s: float) -> list[Case]:
              for method in ("ours", "spark-builtin")]
     for f in factors:
         for method in ("off", "grubjoin", "randomdrop"):
-            cases.append(Case("sensors-nonaligned", method, f * cap, sensor_spec(method),
+            cases.append(Case("sensors-nonaligned", method, f * cap, sensor_spec(method, settings),
                               _sensor_produce(duration_s), duration_s))
     return cases
 
@@ -255,14 +254,14 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     # the demo's calibration (samples at 150, 450 and 750 tuples/s, windows pre-filled) on this
     # bench's spec and input seed
     cap = calibrate(DemoConfig(speedup=speedup, disorder=SENSOR_DISORDER, seed=11),
-                    sensor_spec("off"))
+                    sensor_spec("off", settings))
     print(f"capacity: {cap.describe()}", flush=True)
     workdir = settings.cache_dir / "bench-pipeline"
     workdir.mkdir(parents=True, exist_ok=True)
     spark = build_session(SessionConfig(master="local[2]", app_name="harvest-bench-pipeline",
                                         jars=connector_jars(settings), shuffle_partitions=2))
     rows: list[RunMeasure] = []
-    cases = _cases(quick, cap.capacity_rate, duration_s)
+    cases = _cases(quick, cap.capacity_rate, duration_s, settings)
     try:
         for i, case in enumerate(cases, 1):
             print(f"[bench pipeline {i}/{len(cases)}] {case.workload} {case.method} "
@@ -279,7 +278,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     finally:
         spark.stop()
     return _publish(rows, _payload(rows, cap.snapshot(), quick, speedup, duration_s,
-                                   TRIGGER_MS), results_dir)
+                                   TRIGGER_MS, settings), results_dir)
 
 
 def _publish(rows: list[RunMeasure], payload: dict[str, Any], results_dir: Path) -> int:
@@ -292,7 +291,7 @@ def _publish(rows: list[RunMeasure], payload: dict[str, Any], results_dir: Path)
 
 
 def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: float,
-             duration_s: float, trigger_ms: int) -> dict[str, Any]:
+             duration_s: float, trigger_ms: int, settings: Settings) -> dict[str, Any]:
     by = {(r.workload, r.method, round(r.input_rate, 3)): r for r in rows}
     summary = []
     ours = next((r for r in rows if r.workload == "equi" and r.method == "ours"), None)
@@ -332,7 +331,8 @@ def _payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: 
     return {
         "quick": quick, "speedup": speedup, "duration_s": duration_s,
         "trigger_ms": trigger_ms, "window_ms": WINDOW_MS, "epsilon": EPSILON,
-        "utilization": UTILIZATION, "probe_cost": sensor_spec("grubjoin").shedding.probe_cost,
+        "utilization": UTILIZATION,
+        "probe_cost": sensor_spec("grubjoin", settings).shedding.probe_cost,
         "steady_span": {"warmup": WARMUP, "tail": TAIL, "settle_windows": SETTLE_WINDOWS},
         "capacity": cap,
         "rows": [r.row() for r in rows], "summary": summary, "targets_met": targets,

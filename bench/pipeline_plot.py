@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.common import new_figure, save_figure
+from bench.common import save_figure
 from bench.pipeline_measure import RunMeasure
+from pipeline.core.figures import new_figure
 
 
 def _nan(value: float | None) -> float:

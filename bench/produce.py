@@ -33,11 +33,12 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from bench.common import new_figure, save_figure, write_json
+from bench.common import save_figure, write_json
 from connectors.io.admin import delete_topics, ensure_topics
 from connectors.io.producer import ProducerConfig, ProduceReport, publish, publish_encoded
 from connectors.io.serde import AvroSerde
 from pipeline.core.errors import KafkaUnavailableError, SerializationError
+from pipeline.core.figures import new_figure
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 

@@ -27,8 +27,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import new_figure, save_figure, write_json
+from bench.common import save_figure, write_json
 from connectors.workloads import WorkloadSpec, ZipfDelay, generate_workload
+from pipeline.core.figures import new_figure
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 

@@ -11,6 +11,14 @@ import re
 
 from pipeline.core.errors import ConfigError
 
+#: the Avro schema of each harvest workload's records (the wire contract of its topics)
+WORKLOAD_SCHEMAS: dict[str, str] = {
+    "sensors": "sensor_reading",
+    "equi": "sensor_reading",
+    "positions": "sensor_reading",
+    "news": "news_item",
+}
+
 _LEGAL = re.compile(r"^[A-Za-z0-9._-]+$")
 _MAX_LEN = 249
 
@@ -76,3 +84,17 @@ def metrics_topic(prefix: str) -> str:
 def deadletter_topic(prefix: str) -> str:
     """``<prefix>.deadletter``: undecodable or rejected records (``dead_letter``)."""
     return validate_topic(f"{_prefix(prefix)}.deadletter")
+
+
+def schema_for(workload: str) -> str:
+    """The Avro schema name of a harvest workload's records.
+
+    >>> schema_for("news")
+    'news_item'
+    """
+    try:
+        return WORKLOAD_SCHEMAS[workload]
+    except KeyError:
+        raise ConfigError(
+            f"workload: unknown workload {workload!r}; expected one of {list(WORKLOAD_SCHEMAS)}"
+        ) from None

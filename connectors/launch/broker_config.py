@@ -12,9 +12,7 @@ from pathlib import Path
 
 from connectors.launch.ports import LOOPBACK, choose_port
 from pipeline.core.errors import InfraError
-from pipeline.core.settings import PROJECT_ROOT, Settings
-
-INFRA_KAFKA = PROJECT_ROOT / "infra" / "kafka"
+from pipeline.core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -23,14 +21,14 @@ class BrokerConfig:
 
     kafka_dir: Path
     jars_dir: Path
+    #: ``Settings.infra_dir``: holds ``kafka/server.properties.template`` and ``log4j2.xml``
+    infra_dir: Path
     java_home: Path | None = None
     preferred_port: int = 9092
     host: str = LOOPBACK
     heap: str = "512m"
     start_timeout_s: float = 60.0
     stop_timeout_s: float = 30.0
-    template: Path = INFRA_KAFKA / "server.properties.template"
-    log4j_config: Path = INFRA_KAFKA / "log4j2.xml"
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> BrokerConfig:
@@ -38,11 +36,22 @@ class BrokerConfig:
         base: dict[str, object] = {
             "kafka_dir": settings.kafka_dir,
             "jars_dir": settings.jars_dir,
+            "infra_dir": settings.infra_dir,
             "java_home": settings.java_home,
             "preferred_port": settings.kafka_port,
         }
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]
+
+    @property
+    def template(self) -> Path:
+        """The broker's ``server.properties`` template."""
+        return self.infra_dir / "kafka" / "server.properties.template"
+
+    @property
+    def log4j_config(self) -> Path:
+        """The broker's log4j2 configuration."""
+        return self.infra_dir / "kafka" / "log4j2.xml"
 
     @property
     def data_dir(self) -> Path:

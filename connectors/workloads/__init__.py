@@ -23,12 +23,11 @@ from connectors.workloads.disorder import (
     parse_model,
 )
 from connectors.workloads.params import EquiParams, NewsParams, PositionParams, SensorParams
-from connectors.workloads.registry import SCHEMAS, generate, generate_workload, schema_for
+from connectors.workloads.registry import generate, generate_workload, schema_for
 from connectors.workloads.spec import WORKLOADS, WorkloadSpec
 from connectors.workloads.table import Workload, read_jsonl
 
 __all__ = [
-    "SCHEMAS",
     "WORKLOADS",
     "BurstyDelay",
     "DelayModel",

@@ -7,6 +7,7 @@
 >>> records = generate(spec)
 >>> sorted(records[0])
 ['a1', 'arrival_time', 'event_time', 'seq', 'stream', 'value', 'x', 'y']
+>>> from connectors.workloads import schema_for
 >>> schema_for("news")
 'news_item'
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from connectors.io.topics import schema_for
 from connectors.workloads.disorder import sample_delays
 from connectors.workloads.equi import equi_columns
 from connectors.workloads.news import item_keywords, story_ids, story_profiles, vocabulary_words
@@ -32,30 +34,12 @@ from connectors.workloads.spec import (
     TAG_KEYWORDS,
     TAG_SHARED,
     TAG_VALUES,
-    WORKLOADS,
     WorkloadSpec,
     event_times,
 )
 from connectors.workloads.table import Keywords, Workload
-from pipeline.core.errors import ConfigError
 
-SCHEMAS: dict[str, str] = {
-    "sensors": "sensor_reading",
-    "equi": "sensor_reading",
-    "positions": "sensor_reading",
-    "news": "news_item",
-}
 _EXTRA_KEYS = ("a1_skew",)
-
-
-def schema_for(workload: str) -> str:
-    """The Avro schema name of a workload's records."""
-    try:
-        return SCHEMAS[workload]
-    except KeyError:
-        raise ConfigError(
-            f"unknown workload {workload!r}; expected one of {list(WORKLOADS)}"
-        ) from None
 
 
 def _attributes(spec: WorkloadSpec, i: int, times: np.ndarray) -> dict[str, np.ndarray]:

@@ -31,20 +31,20 @@ from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.jsonl import read_jsonl
 from pipeline.core.logging import get_logger
 from pipeline.core.procs import Child
-from pipeline.core.settings import PROJECT_ROOT, Settings
+from pipeline.core.settings import Settings
 from pipeline.spec.model import Spec, load_spec
 from pipeline.spec.toml import spec_to_toml, with_overrides
 
 log = get_logger(__name__)
 
-DEMO_SPEC = PROJECT_ROOT / "examples" / "specs" / "demo.toml"
 
 
 @dataclass(frozen=True)
 class DemoConfig:
     """What the demo runs (frozen; the CLI builds it)."""
 
-    spec_path: Path = DEMO_SPEC
+    #: the job spec; None = ``Settings.demo_spec``
+    spec_path: Path | None = None
     duration_s: float = 150.0
     speedup: float = 1.0
     load: float = 2.0
@@ -175,7 +175,7 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     from connectors.launch.broker_config import BrokerConfig
     from pipeline.quality.oracle import oracle
 
-    base = load_spec(cfg.spec_path)  # bad spec: fail before starting anything
+    base = load_spec(cfg.spec_path or settings.demo_spec)  # bad spec: fail before starting anything
     step = Steps(7)
     prefix = f"demo{time.strftime('%H%M%S')}{uuid.uuid4().hex[:4]}"
     workdir = cfg.out_dir or settings.cache_dir / "demo" / prefix

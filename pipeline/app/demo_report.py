@@ -115,7 +115,7 @@ def _span_s(dump: Sequence[dict[str, Any]]) -> float:
 
 def plot(run: Any, paths: Sequence[Path]) -> None:
     """Three panels over stream time: z per instance, K per instance, output rate."""
-    from bench.common import new_figure
+    from pipeline.core.figures import new_figure
 
     fig, axes = new_figure(ncols=1, nrows=3, size=(8.0, 8.0))
     start = min((int(r["event_time"]) for r in run.dump), default=0)

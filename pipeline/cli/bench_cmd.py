@@ -40,8 +40,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch to the benchmark module(s)."""
-    from bench.common import RESULTS_DIR
-
     names = list(BENCHMARKS) if args.name == "all" else [args.name]
     code = 0
     for name in names:
@@ -51,6 +49,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             if "only" not in inspect.signature(module.run).parameters:
                 raise ConfigError(f"--only: bench {name} does not take it, got {args.only!r}")
             kwargs["only"] = args.only
-        code = max(code, int(module.run(args.quick, args.results_dir or RESULTS_DIR, settings,
-                                        **kwargs)))
+        results_dir = args.results_dir or settings.results_dir
+        code = max(code, int(module.run(args.quick, results_dir, settings, **kwargs)))
     return code

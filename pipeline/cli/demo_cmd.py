@@ -54,12 +54,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the demo and print its summary."""
     from rich.console import Console
 
-    from bench.common import RESULTS_DIR
-    from pipeline.app.demo import DEMO_SPEC, DemoConfig, run_demo
+    from pipeline.app.demo import DemoConfig, run_demo
     from pipeline.app.demo_report import plot, print_summary, summarize
 
     cfg = DemoConfig(
-        spec_path=args.spec or DEMO_SPEC, duration_s=args.duration, speedup=args.speedup,
+        spec_path=args.spec, duration_s=args.duration, speedup=args.speedup,
         load=args.load, rate=args.rate, max_rate=args.max_rate, disorder=args.disorder,
         lags_s=tuple(args.lags), seed=args.seed, master=args.master,
     )
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     summary = summarize(demo, cfg.duration_s)
     console = Console()
     print_summary(summary, demo, console)
-    results_dir = args.results_dir or RESULTS_DIR
+    results_dir = args.results_dir or settings.results_dir
     pngs = [results_dir / "demo.png", demo.workdir / "demo.png"]
     plot(demo, pngs)
     for path in (results_dir / "demo.json", demo.workdir / "summary.json"):

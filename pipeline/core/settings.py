@@ -36,6 +36,12 @@ class Settings(BaseSettings):
     topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")
     cache_dir: Path = Field(default=PROJECT_ROOT / ".cache")
     schemas_dir: Path = Field(default=PROJECT_ROOT / "schemas")
+    #: example specs (``specs/demo.toml`` is the demo's and the pipeline bench's)
+    examples_dir: Path = Field(default=PROJECT_ROOT / "examples")
+    #: broker templates and Spark compose files (``kafka/server.properties.template``)
+    infra_dir: Path = Field(default=PROJECT_ROOT / "infra")
+    #: where benchmarks and the demo write their JSON + PNG
+    results_dir: Path = Field(default=PROJECT_ROOT / "bench" / "results")
     kafka_port: int = Field(default=9092, ge=1, le=65535)
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -49,6 +55,11 @@ class Settings(BaseSettings):
     def jars_dir(self) -> Path:
         """Where `make jars` copies the Maven dependencies."""
         return self.cache_dir / "jars"
+
+    @property
+    def demo_spec(self) -> Path:
+        """The demo's job spec (also the pipeline benchmark's)."""
+        return self.examples_dir / "specs" / "demo.toml"
 
     @property
     def kafka_dir(self) -> Path:

@@ -31,8 +31,13 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from connectors.io.serde import AvroSerde
-from connectors.io.topics import deadletter_topic, input_topic, metrics_topic, results_topic
-from connectors.workloads.registry import schema_for
+from connectors.io.topics import (
+    deadletter_topic,
+    input_topic,
+    metrics_topic,
+    results_topic,
+    schema_for,
+)
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.spark.decode import DecodeConfig, decode, envelope, kafka_source
 from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, TICK_STREAM, InstanceConfig

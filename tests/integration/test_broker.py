@@ -16,7 +16,9 @@ from connectors.io.admin import delete_topics, ensure_topics, list_topic_names, 
 from connectors.launch.broker import LocalKafka
 from connectors.launch.broker_config import BrokerConfig
 from pipeline.core.errors import ConfigError, KafkaUnavailableError
-from pipeline.core.settings import load_settings
+from pipeline.core.settings import Settings, load_settings
+
+INFRA = Settings().infra_dir
 
 pytestmark = pytest.mark.kafka
 
@@ -78,6 +80,7 @@ def test_local_broker_life_cycle(tmp_path: Path, occupied_port: int) -> None:
     config = BrokerConfig(
         kafka_dir=tmp_path / "kafka",
         jars_dir=load_settings().jars_dir,
+        infra_dir=INFRA,
         preferred_port=occupied_port,
         heap="256m",
         stop_timeout_s=20.0,
@@ -124,7 +127,8 @@ def _jvms_using(path: Path) -> list[int]:
 @pytest.mark.timeout(120)
 def test_start_timeout_stops_the_jvm_and_reports(tmp_path: Path) -> None:
     config = BrokerConfig(
-        kafka_dir=tmp_path / "kafka", jars_dir=load_settings().jars_dir, heap="256m"
+        kafka_dir=tmp_path / "kafka", jars_dir=load_settings().jars_dir, infra_dir=INFRA,
+        heap="256m",
     )
     broker = LocalKafka(config)
     with pytest.raises(KafkaUnavailableError, match=r"did not answer within 0\.1 s; stopped it"):

@@ -14,11 +14,15 @@ import pytest
 from connectors.launch.broker import BrokerStatus, LocalKafka, is_broker_process, log_tail, read_pid
 from connectors.launch.broker_config import BrokerConfig
 from pipeline.core.errors import InfraError, KafkaUnavailableError
+from pipeline.core.settings import Settings
+
+INFRA = Settings().infra_dir
 
 
 def _broker(tmp_path: Path, jars_dir: Path | None = None) -> LocalKafka:
     return LocalKafka(
-        BrokerConfig(kafka_dir=tmp_path / "kafka", jars_dir=jars_dir or tmp_path / "jars")
+        BrokerConfig(kafka_dir=tmp_path / "kafka", jars_dir=jars_dir or tmp_path / "jars",
+                     infra_dir=INFRA)
     )
 
 
@@ -32,7 +36,8 @@ def test_up_without_jars_says_run_make_jars(tmp_path: Path) -> None:
 
 def test_up_with_bad_java_home_names_it(tmp_path: Path) -> None:
     config = BrokerConfig(
-        kafka_dir=tmp_path / "kafka", jars_dir=tmp_path / "jars", java_home=tmp_path / "jdk"
+        kafka_dir=tmp_path / "kafka", jars_dir=tmp_path / "jars", infra_dir=INFRA,
+        java_home=tmp_path / "jdk",
     )
     with pytest.raises(InfraError, match="jdk"):
         LocalKafka(config).up(timeout=5)

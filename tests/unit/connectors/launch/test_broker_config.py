@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from connectors.launch.broker_config import (
-    INFRA_KAFKA,
     BrokerConfig,
     Ports,
     java_command,
@@ -22,6 +21,8 @@ from connectors.launch.ports import ephemeral_port, port_is_free
 from pipeline.core.errors import InfraError
 from pipeline.core.settings import Settings
 
+INFRA = Settings().infra_dir
+
 
 def _parse(text: str) -> dict[str, str]:
     pairs = (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")
@@ -30,7 +31,7 @@ def _parse(text: str) -> dict[str, str]:
 
 @pytest.fixture
 def rendered(tmp_path: Path) -> dict[str, str]:
-    template = (INFRA_KAFKA / "server.properties.template").read_text()
+    template = (INFRA / "kafka" / "server.properties.template").read_text()
     return _parse(render_properties(template, Ports(9123, 9124), tmp_path / "data"))
 
 
@@ -57,7 +58,7 @@ def test_single_node_settings(rendered: dict[str, str], key: str, value: str) ->
 
 
 def test_data_dir_is_filled_and_no_placeholder_is_left(tmp_path: Path) -> None:
-    template = (INFRA_KAFKA / "server.properties.template").read_text()
+    template = (INFRA / "kafka" / "server.properties.template").read_text()
     text = render_properties(template, Ports(1, 2), tmp_path / "data")
     assert _parse(text)["log.dirs"] == str(tmp_path / "data")
     assert "${" not in text
@@ -113,12 +114,13 @@ def test_cluster_ids_are_valid_kraft_uuids() -> None:
 
 
 def test_java_command_uses_the_kafka_jars_and_log4j_config(tmp_path: Path) -> None:
-    config = BrokerConfig(kafka_dir=tmp_path / "kafka", jars_dir=tmp_path / "jars", heap="384m")
+    config = BrokerConfig(kafka_dir=tmp_path / "kafka", jars_dir=tmp_path / "jars",
+                          infra_dir=INFRA, heap="384m")
     cmd = java_command(config, Path("/usr/bin/java"), "kafka.Kafka", "server.properties")
     assert cmd[0] == "/usr/bin/java"
     assert "-Xmx384m" in cmd
     assert cmd[cmd.index("-cp") + 1] == str(tmp_path / "jars" / "kafka" / "*")
-    assert f"-Dlog4j2.configurationFile={INFRA_KAFKA / 'log4j2.xml'}" in cmd
+    assert f"-Dlog4j2.configurationFile={INFRA / 'kafka' / 'log4j2.xml'}" in cmd
     assert f"-Dkafka.logs.dir={tmp_path / 'kafka' / 'logs'}" in cmd
     assert cmd[-2:] == ["kafka.Kafka", "server.properties"]
 
@@ -130,4 +132,4 @@ def test_config_from_settings_uses_cache_dir_and_port(tmp_path: Path) -> None:
     assert config.jars_dir == tmp_path / "jars"
     assert config.preferred_port == 19092
     assert config.bootstrap_file == settings.kafka_dir / "bootstrap"
-    assert (INFRA_KAFKA / "log4j2.xml").is_file()
+    assert (INFRA / "kafka" / "log4j2.xml").is_file()
