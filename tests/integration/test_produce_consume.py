@@ -19,7 +19,7 @@ from connectors.io.topics import deadletter_topic, input_topic, metrics_topic, r
 from pipeline.cli.main import main
 from pipeline.core.errors import DeliveryError, KafkaUnavailableError, SerializationError
 from pipeline.core.settings import PROJECT_ROOT
-from tests.unit.cli.exits import exit_2_stderr
+from pipeline.testing.cli import exit_2_stderr
 
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
 

@@ -16,7 +16,7 @@ from pipeline.app.capacity import (
 )
 from pipeline.core.errors import ConfigError
 from pipeline.quality.oracle import oracle
-from tests.unit.operators.streams import make_dump, make_spec
+from pipeline.testing.streams import make_dump, make_spec
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.cli.main import main
-from tests.unit.cli.exits import exit_2_stderr
+from pipeline.testing.cli import exit_2_stderr
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
-from tests.unit.cli.exits import exit_2_stderr
-from tests.unit.operators.streams import make_dump
+from pipeline.testing.cli import exit_2_stderr
+from pipeline.testing.streams import make_dump
 
 SPEC = """
 [join]

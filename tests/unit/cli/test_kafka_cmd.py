@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
-from tests.unit.cli.exits import exit_2_stderr
+from pipeline.testing.cli import exit_2_stderr
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
-from tests.unit.cli.exits import exit_2_stderr
+from pipeline.testing.cli import exit_2_stderr
 
 
 def test_status_when_not_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -281,7 +281,7 @@ def test_engine_per_route_key_equals_oracle(
     from pipeline.operators.config import EngineConfig
     from pipeline.operators.engine import Engine
     from pipeline.quality.oracle import brute_force_oracle
-    from tests.unit.operators.streams import make_dump, make_spec, to_events
+    from pipeline.testing.streams import make_dump, make_spec, to_events
 
     rng = np.random.default_rng(seed)
     windows = [int(w) for w in rng.integers(20, 200, size=m)]

@@ -20,8 +20,7 @@ from pipeline.operators.bruteforce import (
 )
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.greedy import greedy_double_sided
-from tests.unit.operators.harvest_models import random_model
-from tests.unit.operators.test_costmodel import loop_model
+from pipeline.testing.costmodel import loop_model, random_model
 
 
 def python_optimum(model: HarvestModel, z: float) -> float:

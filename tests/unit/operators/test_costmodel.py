@@ -14,30 +14,7 @@ from pipeline.operators.costmodel import (
     window_ranking,
     yield_table,
 )
-from tests.unit.operators.harvest_models import random_model
-
-
-def loop_model(model: HarvestModel, counts: np.ndarray) -> tuple[float, float]:
-    """The paper's formulas written out with plain loops (the oracle)."""
-    m = model.m
-    cost = sum(model.rates) * model.tuple_cost
-    out = 0.0
-    for i in range(m):
-        n_ij = 1.0
-        c_i = 0.0
-        for j in range(m - 1):
-            l = model.orders[i][j]
-            n_l = model.n_windows[l]
-            z = counts[i][j] / n_l
-            s = model.window_tuples[l]
-            c_i += z * s * n_ij
-            p = model.yields[i][j][counts[i][j]]
-            sel = model.selectivity if j == 0 or model.deep_selectivity is None else (
-                model.deep_selectivity)
-            n_ij *= p * sel[i][l] * s
-        cost += model.rates[i] * c_i
-        out += model.rates[i] * n_ij
-    return cost, out
+from pipeline.testing.costmodel import loop_model, random_model
 
 
 @settings(max_examples=40, deadline=None)

@@ -16,7 +16,7 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.quality.oracle import brute_force_oracle
 from pipeline.spec.model import parse_spec
-from tests.unit.operators.streams import make_dump, make_spec, to_events
+from pipeline.testing.streams import make_dump, make_spec, to_events
 
 PREDICATES = ["equi", "band", "distance", "cosine", "custom"]
 

@@ -16,7 +16,7 @@ from pipeline.operators.greedy import (
     greedy_forward,
     greedy_reverse,
 )
-from tests.unit.operators.harvest_models import random_model
+from pipeline.testing.costmodel import random_model
 
 SOLVERS = [greedy_forward, greedy_reverse, greedy_double_sided]
 

@@ -17,7 +17,7 @@ from pipeline.operators.hooks import ProbePlan
 from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
 from pipeline.operators.predicates import build_predicate
 from pipeline.quality.oracle import brute_force_oracle
-from tests.unit.operators.streams import make_spec, to_events
+from pipeline.testing.streams import make_spec, to_events
 
 # Fig. 1: 2-way equi-join, W1 = W2 = 2; capitals = S1, lower case = S2; x^ts.
 # Arrival order: c^3, B^6, C^4 (out of order in S1), E^5, D^8, e^7 (after D^8).

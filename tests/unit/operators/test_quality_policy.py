@@ -19,7 +19,7 @@ from pipeline.operators.quality_policy import QualityConfig, QualityPolicy, merg
 from pipeline.operators.recall_model import ModelConfig, gamma_curve
 from pipeline.quality.oracle import duckdb_oracle
 from pipeline.spec.model import Spec, parse_spec
-from tests.unit.operators.test_recall_model import reference_gamma
+from pipeline.testing.recall import reference_gamma
 
 
 def _spec(streams: int, window: int, mode: str, **disorder: Any) -> Spec:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pipeline.core.errors import ConfigError
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.randomdrop import keep_probabilities, thinned_cost
-from tests.unit.operators.harvest_models import random_model
+from pipeline.testing.costmodel import random_model
 
 
 def whole_windows(model: HarvestModel) -> HarvestModel:

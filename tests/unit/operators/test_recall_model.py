@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,49 +10,7 @@ from hypothesis import strategies as st
 from pipeline.core.errors import ConfigError
 from pipeline.operators.profiler import ProductivityMaps
 from pipeline.operators.recall_model import ModelConfig, gamma_curve, selectivity_ratio
-
-
-def reference_gamma(
-    pdfs: list[list[float]],
-    ksync: list[float],
-    maps: ProductivityMaps | None,
-    windows: list[int],
-    g: int,
-    b: int,
-    k_ms: int,
-) -> float:
-    """Eqs. 2, 3, 5, 6 exactly as written (rate-free |w|), no vectorization."""
-    m = len(windows)
-    f0: list[float] = []
-    sizes: list[float] = []
-    for i in range(m):
-        total = sum(pdfs[i])
-        f = [p / total for p in pdfs[i]] if total > 0 else [1.0]
-        shift = math.floor((k_ms + ksync[i]) / g)
-
-        def f_k(d: int, f: list[float] = f, shift: int = shift) -> float:
-            if d == 0:
-                return sum(f[: shift + 1])
-            return f[d + shift] if d + shift < len(f) else 0.0
-
-        n = math.ceil(windows[i] / b)
-        size = 0.0
-        for l in range(1, n + 1):
-            upto = (l - 1) * b // g
-            width = b if l < n else windows[i] - (n - 1) * b
-            size += width * sum(f_k(d) for d in range(upto + 1))
-        f0.append(f_k(0))
-        sizes.append(size)
-    num = sum(f0[i] * math.prod(sizes[j] for j in range(m) if j != i) for i in range(m))
-    den = sum(math.prod(windows[j] for j in range(m) if j != i) for i in range(m))
-    ratio = 1.0
-    if maps is not None:
-        kb = k_ms // g
-        tj, tx = float(maps.join.sum()), float(maps.cross.sum())
-        pj, px = float(maps.join[: kb + 1].sum()), float(maps.cross[: kb + 1].sum())
-        if tj > 0 and tx > 0 and px > 0:
-            ratio = (pj / px) * (tx / tj)
-    return ratio * num / den
+from pipeline.testing.recall import reference_gamma
 
 
 @st.composite

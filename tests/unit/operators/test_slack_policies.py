@@ -11,7 +11,7 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event
 from pipeline.operators.noshed import NoShedder
 from pipeline.operators.registry import shedder_class, slack_policy_class
-from tests.unit.operators.streams import make_spec
+from pipeline.testing.streams import make_spec
 
 DELAYS = [0, 30, 10, 80, 5]
 

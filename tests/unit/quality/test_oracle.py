@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pipeline.core.errors import ConfigError, SerializationError
 from pipeline.quality.oracle import brute_force_oracle, duckdb_oracle, duckdb_sql, oracle
 from pipeline.spec.model import JoinSpec
-from tests.unit.operators.streams import make_dump, make_spec
+from pipeline.testing.streams import make_dump, make_spec
 
 
 def _definition(join: JoinSpec, dump: list[dict[str, Any]]) -> set[tuple[int, ...]]:

@@ -13,7 +13,6 @@ import json
 import time
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -21,7 +20,6 @@ from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
-from pipeline.quality.oracle import oracle
 from pipeline.spark.instance import (
     LAG_TARGET_SHARE,
     OUTPUT_COLUMNS,
@@ -32,49 +30,16 @@ from pipeline.spark.instance import (
     effective_shedding,
 )
 from pipeline.spec.model import Spec, parse_spec
-
-STREAMS = ("s1", "s2", "s3")
-ATTRS = ("value", "a1", "x", "y")
-
-
-def records(seed: int, n: int = 240, max_delay: int = 400) -> list[dict[str, Any]]:
-    """Three sensor-like streams, 25 ms apart per stream, random delays, arrival order."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for s, name in enumerate(STREAMS):
-        for seq in range(n // 3):
-            ts = seq * 25 + s * 7
-            out.append({"stream": name, "seq": seq, "event_time": ts,
-                        "arrival_time": ts + int(rng.integers(0, max_delay + 1)),
-                        "value": float(rng.normal(0, 1)), "a1": int(rng.integers(0, 6)),
-                        "x": 0.0, "y": 0.0})
-    out.sort(key=lambda r: (r["arrival_time"], STREAMS.index(r["stream"]), r["seq"]))
-    return out
-
-
-def spec(predicate: str, routing: str = "atr", groups: int = 1, slack: int = 400,
-         disorder: str = "fixed") -> Spec:
-    join: dict[str, Any] = {"streams": list(STREAMS), "window_ms": 300, "predicate": predicate,
-                            "attribute": "value" if predicate == "band" else "a1",
-                            "epsilon": 0.4}
-    return parse_spec({"join": join, "disorder": {"mode": disorder, "slack_ms": slack},
-                       "job": {"routing": routing, "groups": groups, "segment_ms": 500}})
-
-
-def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    f = pd.DataFrame(rows, columns=["stream", "seq", "event_time", "arrival_time", *ATTRS])
-    f.insert(0, "stream_idx", [STREAMS.index(s) for s in f["stream"]])
-    return f
-
-
-def result_ids(frames: list[pd.DataFrame]) -> list[str]:
-    return [i for f in frames for i in f.loc[f["kind"] == "result", "id"].tolist()]
+from pipeline.testing.compare import assert_no_invented, assert_same_results
+from pipeline.testing.frames import batch_frame, result_ids
+from pipeline.testing.oracle import oracle_ids
+from pipeline.testing.streams import SENSOR_ATTRS, SENSOR_STREAMS, sensor_rows, sensor_spec
 
 
 def run_batches(sp: Spec, key: int, rows: list[dict[str, Any]], cuts: list[int]
                 ) -> list[pd.DataFrame]:
     """Feed ``rows`` in batches split at ``cuts``, through dump/load like the state store."""
-    cfg = InstanceConfig.from_spec(sp, ATTRS)
+    cfg = InstanceConfig.from_spec(sp, SENSOR_ATTRS)
     blob: bytes | None = None
     out: list[pd.DataFrame] = []
     bounds = [0, *sorted(set(cuts)), len(rows)]
@@ -82,7 +47,7 @@ def run_batches(sp: Spec, key: int, rows: list[dict[str, Any]], cuts: list[int]
         inst = (JoinInstance(cfg, key, time.perf_counter) if blob is None
                 else JoinInstance.load(cfg, key, blob, time.perf_counter))
         if hi > lo:
-            out += inst.process(frame(rows[lo:hi]))
+            out += inst.process(batch_frame(rows[lo:hi]))
         blob = inst.dump()
     assert blob is not None
     out += JoinInstance.load(cfg, key, blob, time.perf_counter).flush()
@@ -92,10 +57,10 @@ def run_batches(sp: Spec, key: int, rows: list[dict[str, Any]], cuts: list[int]
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(0, 240), max_size=6))
 def test_batches_with_state_round_trips_equal_oracle(seed: int, cuts: list[int]) -> None:
-    rows = records(seed)
-    sp = spec("band")
+    rows = sensor_rows(seed)
+    sp = sensor_spec("band")
     got = result_ids(run_batches(sp, 0, rows, cuts))
-    assert sorted(got) == sorted(r.id for r in oracle(sp.join, rows))
+    assert_same_results(got, oracle_ids(sp.join, rows))
 
 
 @pytest.mark.parametrize(("predicate", "routing", "groups"), [
@@ -103,33 +68,33 @@ def test_batches_with_state_round_trips_equal_oracle(seed: int, cuts: list[int])
 ])
 def test_routed_instances_together_equal_oracle_once(predicate: str, routing: str,
                                                      groups: int) -> None:
-    rows = records(7)
-    sp = spec(predicate, routing, groups)
-    truth = sorted(r.id for r in oracle(sp.join, rows))
+    rows = sensor_rows(7)
+    sp = sensor_spec(predicate, routing, groups)
+    truth = oracle_ids(sp.join, rows)
     assert truth
     router = Router(RouterConfig.from_spec(sp))
-    f = frame(rows)
+    f = batch_frame(rows)
     keys = f["a1"].to_numpy() if routing == "hash" else None
     idx, route = router.route_batch(f["stream_idx"].to_numpy(), f["event_time"].to_numpy(), keys)
     got: list[str] = []
     for key in range(groups):
         mine = [rows[i] for i in idx[route == key].tolist()]
         got += result_ids(run_batches(sp, key, mine, [len(mine) // 2]))
-    assert sorted(got) == truth  # none missed, none produced twice
+    assert_same_results(got, truth)  # none missed, none produced twice
 
 
 def test_tick_rows_are_not_events() -> None:
-    sp = spec("band")
-    inst = JoinInstance(InstanceConfig.from_spec(sp, ATTRS), 0, time.perf_counter)
-    tick = frame(records(1)[:3])
+    sp = sensor_spec("band")
+    inst = JoinInstance(InstanceConfig.from_spec(sp, SENSOR_ATTRS), 0, time.perf_counter)
+    tick = batch_frame(sensor_rows(1)[:3])
     tick["stream_idx"] = TICK_STREAM
     assert inst.events(tick) == []
     assert inst.engine.stats.inputs == 0
 
 
 def test_output_frames_have_the_declared_columns() -> None:
-    rows = records(3)
-    out = run_batches(spec("band", disorder="quality"), 0, rows, [100])
+    rows = sensor_rows(3)
+    out = run_batches(sensor_spec("band", disorder="quality"), 0, rows, [100])
     kinds = {k for f in out for k in f["kind"]}
     assert kinds == {"result", "metric"}
     for f in out:
@@ -150,7 +115,7 @@ def test_dead_letter_frame_passes_bytes_through() -> None:
 
 
 def test_unreadable_state_is_an_operator_state_error() -> None:
-    cfg = InstanceConfig.from_spec(spec("band"), ATTRS)
+    cfg = InstanceConfig.from_spec(sensor_spec("band"), SENSOR_ATTRS)
     with pytest.raises(OperatorStateError, match="instance 2: unreadable state blob of 5"):
         JoinInstance.load(cfg, 2, b"junk!", time.perf_counter)
 
@@ -182,7 +147,7 @@ class FakeWall:
 def wall_budget_spec(speedup: float, trigger_ms: int = 1000) -> Spec:
     """The 3-way band join with GrubJoin shedding on the wall budget."""
     return parse_spec({
-        "join": {"streams": list(STREAMS), "window_ms": 300, "predicate": "band",
+        "join": {"streams": list(SENSOR_STREAMS), "window_ms": 300, "predicate": "band",
                  "attribute": "value", "epsilon": 0.4},
         "disorder": {"mode": "fixed", "slack_ms": 400},
         "shedding": {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 500,
@@ -193,14 +158,14 @@ def wall_budget_spec(speedup: float, trigger_ms: int = 1000) -> Spec:
 
 def test_grubjoin_wall_budget_metrics_survive_state_round_trips() -> None:
     sp = wall_budget_spec(speedup=4.0)
-    cfg = InstanceConfig.from_spec(sp, ATTRS)
+    cfg = InstanceConfig.from_spec(sp, SENSOR_ATTRS)
     assert cfg.engine_config().shedding.budget == "wall"
     clock = FakeWall()
-    rows = records(9, n=600)
+    rows = sensor_rows(9, n=600)
     inst = JoinInstance(cfg, 1, clock)
     out: list[pd.DataFrame] = []
     for lo in range(0, len(rows), 150):
-        out += inst.process(frame(rows[lo:lo + 150]))
+        out += inst.process(batch_frame(rows[lo:lo + 150]))
         inst = JoinInstance.load(cfg, 1, inst.dump(), clock)
         assert inst.engine.shedder.snapshot()["mode"] == "grubjoin"
     out += inst.flush()
@@ -210,17 +175,17 @@ def test_grubjoin_wall_budget_metrics_survive_state_round_trips() -> None:
     assert (metrics["instance"] == "1").all()
     fractions = [json.loads(v) for v in metrics["harvest_fractions"]]
     assert all(len(f) == 3 * 2 and all(0.0 <= x <= 1.0 for x in f) for f in fractions)
-    truth = {r.id for r in oracle(sp.join, rows)}
-    assert set(result_ids(out)) <= truth  # shedding may lose results, never invent them
+    # shedding may lose results, never invent them
+    assert_no_invented(result_ids(out), oracle_ids(sp.join, rows), once=True)
 
 
 def test_metric_rates_are_per_second_of_stream_time() -> None:
-    rows = records(4, n=600)
-    sp = spec("band", disorder="quality")
-    inst = JoinInstance(InstanceConfig.from_spec(sp, ATTRS), 0, time.perf_counter)
+    rows = sensor_rows(4, n=600)
+    sp = sensor_spec("band", disorder="quality")
+    inst = JoinInstance(InstanceConfig.from_spec(sp, SENSOR_ATTRS), 0, time.perf_counter)
     out: list[pd.DataFrame] = []
     for lo in range(0, len(rows), 100):
-        out += inst.process(frame(rows[lo:lo + 100]))
+        out += inst.process(batch_frame(rows[lo:lo + 100]))
     metrics = pd.concat([f for f in out if (f["kind"] == "metric").all()])
     later = metrics[metrics["time"] > metrics["time"].min()]
     assert len(later) >= 2
@@ -235,13 +200,13 @@ def test_wall_budget_lag_guard_cuts_z_when_input_is_stale(age_s: float,
     """The freshest input's Kafka timestamp is ``age_s`` old when the batch ends; with a
     1 s trigger the lag target is LAG_TARGET_SHARE × 1 s, so 8 s of lag caps β (and z)
     at that target over 8 s."""
-    cfg = InstanceConfig.from_spec(wall_budget_spec(speedup=1.0, trigger_ms=1000), ATTRS)
+    cfg = InstanceConfig.from_spec(wall_budget_spec(speedup=1.0, trigger_ms=1000), SENSOR_ATTRS)
     wall = FakeWall(start=1_000_000.0, step=0.0)  # stopped: the CPU accounting sees no load
     inst = JoinInstance(cfg, 0, wall)
-    rows = records(5, n=600)
+    rows = sensor_rows(5, n=600)
     z_after = []
     for lo in range(0, len(rows), 100):
-        f = frame(rows[lo:lo + 100])
+        f = batch_frame(rows[lo:lo + 100])
         f["kafka_ms"] = wall.now * 1000.0 - age_s * 1000.0
         out = inst.process(f)
         z_after += [float(v) for fr in out if (fr["kind"] == "metric").all()

@@ -20,7 +20,7 @@ from pipeline.spark.submit import (
     job_config,
 )
 from pipeline.spec.model import Spec, parse_spec
-from tests.unit.cli.exits import exit_2_stderr
+from pipeline.testing.cli import exit_2_stderr
 
 
 def spec(**job: Any) -> Spec:
