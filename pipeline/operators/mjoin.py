@@ -39,6 +39,12 @@ I64 = NDArray[np.int64]
 NEG_INF = -(2**62)
 #: every SAMPLE_EVERY-th probe of a direction also measures σ_{i,l} against every window
 SAMPLE_EVERY = 32
+#: a position's chosen logical basic windows: (table over 0..n−1, chosen, runs of
+#: consecutive chosen ones — see windows.logical_spans)
+_Selection = tuple[NDArray[np.bool_], tuple[int, ...], tuple[tuple[int, int], ...]]
+#: one NLJ step's extensions: (partial result each grows, ts, seq, predicate side of the
+#: new member — None at the last position)
+_Found = tuple[I64, I64, I64, Any]
 
 
 class Outcome(Enum):
@@ -111,7 +117,10 @@ class MWayJoin:
         self.sel_trials = np.zeros((m, m), dtype=np.float64)
         self.probes = np.zeros(m, dtype=np.int64)
         self._orders: dict[int, tuple[int, ...]] = {}  # default_order cache
-        self._sel_cache: dict[tuple[int, tuple[int, ...]], Any] = {}
+        self._sel_cache: dict[tuple[int, tuple[int, ...]], _Selection | None] = {}
+        self._dense = isinstance(config.predicate, DensePredicate)
+        self._use_index = config.index and getattr(config.predicate, "kind", None) in (
+            "band", "equi")
 
     # ------------------------------------------------------------------ Alg. 2
     def process(
@@ -179,9 +188,7 @@ class MWayJoin:
         return prod
 
     # ------------------------------------------------------------------ probe
-    def _selection(self, l: int, plan: ProbePlan | None, pos: int
-                   ) -> tuple[NDArray[np.bool_], tuple[int, ...], tuple[tuple[int, int], ...]
-                              ] | None:
+    def _selection(self, l: int, plan: ProbePlan | None, pos: int) -> _Selection | None:
         """(table of the chosen logical windows, chosen, runs of consecutive chosen ones)
         of a position; None = all."""
         if plan is None or plan.windows is None or plan.windows[pos] is None:
@@ -204,140 +211,149 @@ class MWayJoin:
     def probe(
         self, stream: int, ts: int, seq: int, enc: Any, plan: ProbePlan | None = None
     ) -> JoinOutput:
-        """Match a tuple against the other windows along its join order (NLJ, vectorized)."""
+        """Match a tuple against the other windows along its join order R_i (GrubJoin
+        §1.3): a nested-loop join, one vectorized step per position of the order."""
         cfg = self.config
         pred: Any = cfg.predicate  # its store/side types pair up per predicate kind
-        b = cfg.basic_window_ms
-        p_ts: dict[int, I64] = {stream: np.array([ts], np.int64)}
-        p_seq: dict[int, I64] = {stream: np.array([seq], np.int64)}
-        p_side: dict[int, Any] = {stream: pred.left_one(enc)}
-        cost, k, checks = 0, 1, 0
-        if plan is None or plan.order is None:
-            if self.probes[stream] % SAMPLE_EVERY == 0:
-                cost += self._sample_selectivity(stream, ts, p_side[stream])
-            self.probes[stream] += 1
+        left = pred.left_one(enc)
+        cost = self._count_probe(stream, ts, left, plan)
         order = self._order(stream, plan)
         if plan is not None and plan.windows is not None and plan.windows[0] == ():
             # harvesting scans no window of the first partner: nothing can match (fast path)
-            empty = np.zeros((0, cfg.m), np.int64)
-            fb = self._feedback(stream, ts, order, plan, {}, [0], 0, 0, [1])
-            return JoinOutput(Outcome.PROBED, empty, empty, 0, fb, 0)
-        use_index = cfg.index and getattr(pred, "kind", None) in ("band", "equi")
-        dense = isinstance(pred, DensePredicate)
-        if use_index:
-            v = float(p_side[stream][0, 0])
-            eps = float(pred.epsilon) if pred.kind == "band" else 0.0
-            slack = 1e-9 * (abs(v) + eps) + 1e-300  # widen: the exact test re-checks
-            v_lo, v_hi = v - eps - slack, v + eps + slack
+            return self._no_results(stream, ts, order, plan, [0], 0, [1], 0)
+        band = self._index_band(left) if self._use_index else None
+        # the partial results so far: one column per bound stream (the probing tuple's
+        # predicate side stays one row)
+        p_ts: dict[int, I64] = {stream: np.array([ts], np.int64)}
+        p_seq: dict[int, I64] = {stream: np.array([seq], np.int64)}
+        p_side: dict[int, Any] = {stream: left}
+        k, checks = 1, 0
         scanned: list[int] = []
         entering: list[int] = []
+        last_pos = len(order) - 1
         for pos, l in enumerate(order):
             entering.append(k)
-            selection = self._selection(l, plan, pos)
-            sel = None if selection is None else selection[0]
-            n_l = cfg.n_basic(l)
-            last = pos == len(order) - 1
-            idx_chunks: list[I64] = []
-            ts_chunks: list[I64] = []
-            seq_chunks: list[I64] = []
-            side_chunks: list[Any] = []
-            scanned_here = 0
-            win = self.windows[l]
-            lo = ts - cfg.windows[l]
-            parts: list[tuple[BasicWindow, Rows]]
-            if selection is not None and not use_index:
-                # harvesting: exactly the rows of the chosen logical windows
-                parts = win.harvested_parts(ts, lo, selection[2], n_l)
-                sel = None
-            elif selection is not None:  # the basic windows it selects, filtered below
-                parts = list(win.logical_parts(ts, lo, selection[1], n_l))
-            elif use_index or not dense:
-                parts = list(win.in_range(lo))
-            else:
-                parts = list(win.merged_in_range(lo))
-            for bw, rows in parts:
-                if use_index and bw.misses(v_lo, v_hi):
-                    scanned_here += 1  # one index lookup, nothing in range
-                    continue
-                if sel is not None and not _covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
-                    assert not isinstance(rows, slice)  # slices only come from harvested_parts
-                    all_ts = bw.ts.view() if rows is None else bw.ts.view()[rows]
-                    lbw = np.minimum((ts - all_ts) // b, n_l - 1)
-                    keep = sel[lbw]
-                    base = np.arange(len(bw)) if rows is None else rows
-                    rows = base[keep]
-                    if rows.size == 0:
-                        continue
-                if use_index:
-                    # sorted-index lookup, then the exact predicate on the candidates
-                    cand = bw.range_rows(v_lo, v_hi, sealed=bw.bid != win.bids[-1])
-                    assert not isinstance(rows, slice)
-                    if rows is not None and cand.size:
-                        allowed = np.zeros(len(bw), dtype=bool)
-                        allowed[rows] = True
-                        cand = cand[allowed[cand]]
-                    hit_rows = cand[pred.match(p_side[stream], bw.feats, cand)[0]]
-                    checks += int(cand.size)
-                    scanned_here += 1 + k * int(hit_rows.size)
-                else:
-                    n = row_count(bw, rows)
-                    scanned_here += k * n  # the NLJ's tuple comparisons (GrubJoin cost)
-                    # every member must match the probing tuple: test that first (1×n)
-                    # and compare the k partial results only with the rows that pass it
-                    hit = pred.match(p_side[stream], bw.feats, rows)[0]
-                    checks += n
-                    cols = np.flatnonzero(hit)
-                    if rows is None:
-                        hit_rows = cols
-                    elif isinstance(rows, slice):
-                        hit_rows = cols + rows.start
-                    else:
-                        hit_rows = rows[cols]
-                if len(p_side) > 1:
-                    if hit_rows.size == 0:
-                        continue
-                    rows = hit_rows
-                    mask = None
-                    for s in p_side:
-                        if s != stream:
-                            mm = pred.match(p_side[s], bw.feats, rows)
-                            mask = mm if mask is None else (mask & mm)
-                    assert mask is not None
-                    checks += k * int(rows.size) * (len(p_side) - 1)
-                    pi, qi = np.nonzero(mask)
-                else:
-                    qi = np.arange(hit_rows.size)
-                    rows = hit_rows
-                    pi = np.zeros(qi.size, dtype=np.int64)
-                if pi.size == 0:
-                    continue
-                rr = rows[qi]
-                idx_chunks.append(pi)
-                ts_chunks.append(bw.ts.view()[rr])
-                seq_chunks.append(bw.seq.view()[rr])
-                if not last:
-                    side_chunks.append(pred.left_from_store(bw.feats, rr))
-            cost += scanned_here
-            scanned.append(scanned_here)
-            if not idx_chunks:
-                empty = np.zeros((0, cfg.m), np.int64)
-                fb = self._feedback(stream, ts, order, plan, {}, scanned, 0, cost, entering)
-                return JoinOutput(Outcome.PROBED, empty, empty, cost, fb, checks)
-            pick = np.concatenate(idx_chunks)
-            for s in list(p_side):
-                p_ts[s] = p_ts[s][pick]
-                p_seq[s] = p_seq[s][pick]
-                if not last and s != stream:  # the probing tuple's side stays 1 row
-                    p_side[s] = pred.take(p_side[s], pick)
-            p_ts[l] = np.concatenate(ts_chunks)
-            p_seq[l] = np.concatenate(seq_chunks)
-            if not last:
-                p_side[l] = pred.concat(side_chunks)
-            k = int(pick.size)
+            partners = [side for s, side in p_side.items() if s != stream]
+            found, step_scanned, step_checks = self._scan_position(
+                l, ts, left, partners, k, self._selection(l, plan, pos), band, pos == last_pos
+            )
+            cost += step_scanned
+            checks += step_checks
+            scanned.append(step_scanned)
+            if found is None:
+                return self._no_results(stream, ts, order, plan, scanned, cost, entering, checks)
+            k = _extend(pred, stream, l, found, p_ts, p_seq, p_side, pos == last_pos)
         seqs = np.stack([p_seq[s] for s in range(cfg.m)], axis=1)
         tss = np.stack([p_ts[s] for s in range(cfg.m)], axis=1)
         fb = self._feedback(stream, ts, order, plan, p_ts, scanned, k, cost, entering)
         return JoinOutput(Outcome.PROBED, seqs, tss, cost, fb, checks)
+
+    def _count_probe(self, stream: int, ts: int, left: Any, plan: ProbePlan | None) -> int:
+        """Without a plan order, every SAMPLE_EVERY-th probe of a direction first samples
+        σ_{i,l} for the default order (GrubJoin §V); returns the comparisons spent."""
+        if plan is not None and plan.order is not None:
+            return 0
+        cost = 0
+        if self.probes[stream] % SAMPLE_EVERY == 0:
+            cost = self._sample_selectivity(stream, ts, left)
+        self.probes[stream] += 1
+        return cost
+
+    def _index_band(self, left: Any) -> tuple[float, float]:
+        """Value range [v − ε, v + ε] (ε = 0 for equi) the sorted per-basic-window indexes
+        are searched with, widened by a relative slack: the exact predicate re-checks."""
+        pred: Any = self.config.predicate
+        v = float(left[0, 0])
+        eps = float(pred.epsilon) if pred.kind == "band" else 0.0
+        slack = 1e-9 * (abs(v) + eps) + 1e-300
+        return v - eps - slack, v + eps + slack
+
+    def _parts(self, l: int, ts: int, selection: _Selection | None, n_l: int,
+               indexed: bool) -> tuple[Sequence[tuple[BasicWindow, Rows]],
+                                       NDArray[np.bool_] | None]:
+        """The (stored basic window, rows) pairs of W_l a probe at ``ts`` scans (ts ∈
+        [ts − W_l, ts]), and the chosen-logical-window table their rows must still be
+        filtered by (None = take them all)."""
+        win = self.windows[l]
+        lo = ts - self.config.windows[l]
+        if selection is None:
+            if indexed or not self._dense:
+                return win.in_range(lo), None
+            return win.merged_in_range(lo), None
+        if not indexed:  # harvesting: exactly the rows of the chosen logical windows
+            return win.harvested_parts(ts, lo, selection[2], n_l), None
+        # the basic windows the selection touches; rows are filtered by the caller
+        return win.logical_parts(ts, lo, selection[1], n_l), selection[0]
+
+    def _scan_position(
+        self, l: int, ts: int, left: Any, partners: list[Any], k: int,
+        selection: _Selection | None, band: tuple[float, float] | None, last: bool,
+    ) -> tuple[_Found | None, int, int]:
+        """One NLJ step against W_l: the rows matching the probing tuple (``left``) and,
+        for each, the k partial results (``partners`` = their bound streams' sides) it
+        also matches. Returns (the extension, or None when nothing matched; tuple
+        comparisons accounted, the GrubJoin cost; pair evaluations actually run)."""
+        cfg = self.config
+        pred: Any = cfg.predicate
+        b = cfg.basic_window_ms
+        n_l = cfg.n_basic(l)
+        win = self.windows[l]
+        parts, sel = self._parts(l, ts, selection, n_l, band is not None)
+        idx_chunks: list[I64] = []
+        ts_chunks: list[I64] = []
+        seq_chunks: list[I64] = []
+        side_chunks: list[Any] = []
+        scanned = checks = 0
+        for bw, part_rows in parts:
+            rows = part_rows
+            if band is not None and bw.misses(band[0], band[1]):
+                scanned += 1  # one index lookup, nothing in range
+                continue
+            if sel is not None and not _covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
+                rows = _rows_selected(sel, ts, bw, rows, b, n_l)
+                if rows.size == 0:
+                    continue
+            if band is not None:
+                hit_rows, tested = _index_hits(pred, left, bw, rows, band,
+                                               sealed=bw.bid != win.bids[-1])
+                checks += tested
+                scanned += 1 + k * int(hit_rows.size)
+            else:
+                hit_rows, tested = _scan_hits(pred, left, bw, rows)
+                checks += tested
+                scanned += k * tested  # the NLJ's tuple comparisons (GrubJoin cost)
+            if partners:
+                if hit_rows.size == 0:
+                    continue
+                pi, qi = _match_partials(pred, partners, bw, hit_rows)
+                checks += k * int(hit_rows.size) * len(partners)
+                if pi.size == 0:
+                    continue
+                rr = hit_rows[qi]
+            else:
+                if hit_rows.size == 0:
+                    continue
+                pi = np.zeros(hit_rows.size, dtype=np.int64)
+                rr = hit_rows
+            idx_chunks.append(pi)
+            ts_chunks.append(bw.ts.view()[rr])
+            seq_chunks.append(bw.seq.view()[rr])
+            if not last:
+                side_chunks.append(pred.left_from_store(bw.feats, rr))
+        if not idx_chunks:
+            return None, scanned, checks
+        side = None if last else pred.concat(side_chunks)
+        found = (np.concatenate(idx_chunks), np.concatenate(ts_chunks),
+                 np.concatenate(seq_chunks), side)
+        return found, scanned, checks
+
+    def _no_results(self, stream: int, ts: int, order: tuple[int, ...], plan: ProbePlan | None,
+                    scanned: list[int], cost: int, entering: list[int], checks: int
+                    ) -> JoinOutput:
+        """The output of a probe that ran out of partial results (no result)."""
+        empty = np.zeros((0, self.config.m), np.int64)
+        fb = self._feedback(stream, ts, order, plan, {}, scanned, 0, cost, entering)
+        return JoinOutput(Outcome.PROBED, empty, empty, cost, fb, checks)
 
     def _order(self, stream: int, plan: ProbePlan | None) -> tuple[int, ...]:
         if plan is None or plan.order is None:
@@ -415,3 +431,69 @@ def _covered(sel: NDArray[np.bool_], ts: int, min_ts: int, max_ts: int, b: int,
     first = min((ts - max_ts) // b, n - 1)
     last = min((ts - min_ts) // b, n - 1)
     return first >= 0 and bool(sel[first : last + 1].all())
+
+
+def _rows_selected(sel: NDArray[np.bool_], ts: int, bw: BasicWindow, rows: Rows, b: int,
+                   n: int) -> I64:
+    """The rows (None = all) of a stored basic window whose logical basic window
+    min((ts − t) // b, n − 1) is chosen in ``sel`` (GrubJoin §IV harvesting)."""
+    assert not isinstance(rows, slice)  # slices only come from harvested_parts
+    all_ts = bw.ts.view() if rows is None else bw.ts.view()[rows]
+    lbw = np.minimum((ts - all_ts) // b, n - 1)
+    base = np.arange(len(bw)) if rows is None else rows
+    return base[sel[lbw]]
+
+
+def _index_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows,
+                band: tuple[float, float], sealed: bool) -> tuple[I64, int]:
+    """Rows of ``bw`` (among ``rows``; None = all) matching the probing tuple: a sorted-
+    index lookup of ``band``, then the exact predicate on the candidates. Returns (rows,
+    candidates tested)."""
+    cand = bw.range_rows(band[0], band[1], sealed=sealed)
+    assert not isinstance(rows, slice)
+    if rows is not None and cand.size:
+        allowed = np.zeros(len(bw), dtype=bool)
+        allowed[rows] = True
+        cand = cand[allowed[cand]]
+    return cand[pred.match(left, bw.feats, cand)[0]], int(cand.size)
+
+
+def _scan_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows) -> tuple[I64, int]:
+    """Rows of ``bw`` (among ``rows``) matching the probing tuple, by one 1×n predicate
+    test: every member must match it, so only these rows meet the k partial results.
+    Returns (rows, n tested)."""
+    n = row_count(bw, rows)
+    cols = np.flatnonzero(pred.match(left, bw.feats, rows)[0])
+    if rows is None:
+        return cols, n
+    if isinstance(rows, slice):
+        return cols + rows.start, n
+    return rows[cols], n
+
+
+def _match_partials(pred: Any, partners: list[Any], bw: BasicWindow,
+                    rows: I64) -> tuple[I64, I64]:
+    """(partial result, position in ``rows``) pairs where the stored row matches every
+    bound member but the probing tuple (k × |rows| per partner, vectorized)."""
+    mask = pred.match(partners[0], bw.feats, rows)
+    for side in partners[1:]:
+        mask = mask & pred.match(side, bw.feats, rows)
+    pi, qi = np.nonzero(mask)
+    return pi, qi
+
+
+def _extend(pred: Any, stream: int, l: int, found: _Found, p_ts: dict[int, I64],
+            p_seq: dict[int, I64], p_side: dict[int, Any], last: bool) -> int:
+    """Replace the partial results by their extensions with stream ``l`` (``found``:
+    which partial result each extension grows, and l's ts/seq/side); returns their count."""
+    pick, new_ts, new_seq, new_side = found
+    for s in list(p_side):
+        p_ts[s] = p_ts[s][pick]
+        p_seq[s] = p_seq[s][pick]
+        if not last and s != stream:  # the probing tuple's side stays 1 row
+            p_side[s] = pred.take(p_side[s], pick)
+    p_ts[l] = new_ts
+    p_seq[l] = new_seq
+    if not last:
+        p_side[l] = new_side
+    return int(pick.size)
