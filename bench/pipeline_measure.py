@@ -1,40 +1,13 @@
 """Measurements of one pipeline run from Kafka: output rate, recall, precision, latency.
 
-Latency (end to end) of a result = Kafka append time of the result record in
-``P.results`` − the latest Kafka append time among its members' input records
-(the member that completed the result). Both are broker/producer timestamps of the
-records, so no clock inside the job is trusted.
-
-p50/p99 are taken over the *steady* span of a run: results completed by an input
-appended after the first ``warmup`` share of the input span — and at least ``settle_ms``
-of stream time after the first input — and before its last ``tail`` share. The start has
-the query's first micro-batches (JIT, Python workers), the window fill and the shedding
-controller's convergence; the end has the results only the idle flush releases once input
-stops (DESIGN §3: K-slack holds the newest K ms of every stream). ``settle_ms`` is for
-window-based shedding: a tuple dropped when the controller cuts at the end of the window
-fill still leaves its window only a window length later, so random dropping's cost and
-output reach their steady state only about two window lengths in (the bench passes
-2·w; the per-20-s :func:`timeline` of every run shows it). ``p99_all_ms`` keeps every
-result. The latency *trend*
-is the least-squares slope of latency against completion time over the steady span (ms
-of latency gained per second of run): ≈ 0 when the job keeps up, > 0 when it falls
-behind and its backlog grows. Inside one long micro-batch latency *falls* with
-completion time (the batch's first input waited longest), so a run stopped after one or
-two such batches can show a negative per-result trend while far behind. The
-*staleness* trend has no such saw-tooth: one point per output burst (results appended
-less than ``BURST_GAP_MS`` apart, i.e. one micro-batch's writes), its age = first
-append time − the latest completion among its results, i.e. how far behind the input
-the job was when it wrote that burst. It is taken from the ``warmup`` share on, without
-``settle_ms``: a job that falls behind writes few, long bursts (100 s and more), and a
-trend needs several of them; the backlog builds from the start anyway.
-
-``output_rate`` and ``recall`` are taken over the same steady span: the correct results
-completed inside it per second of stream time, and their share of the oracle's results
-completed inside it (completion = the latest member's append time, for ours and the
-oracle's alike). The whole run's numbers are kept as ``output_rate_all`` /
-``recall_all``: they also count the window fill, when nothing is shed yet, and a
-controller's convergence transient, when a method runs over its budget and pays for it
-in latency rather than output.
+Latency of a result = Kafka append time of its ``P.results`` record − the latest append
+time among its members' input records (broker timestamps only; no clock inside the job
+is trusted). p50/p99, output rate and recall are taken over the *steady* span: results
+completed by input appended after the first ``warmup`` share of the input span (and at
+least ``settle_ms`` of stream time in) and before its last ``tail`` share; the whole
+run's numbers are kept beside them (``*_all``). The latency trend is the least-squares
+slope of latency against completion time, the staleness trend one point per output
+burst. docs/NOTES.md explains why the span and the trends are defined this way.
 """
 
 from __future__ import annotations
@@ -73,7 +46,7 @@ class RunMeasure:
     batch_ms_p50: float | None = None
     batch_ms_max: float | None = None
     stopped: str = ""
-    output_rate_all: float | None = None  # the whole run (see the module docstring)
+    output_rate_all: float | None = None  # the whole run, window fill included
     recall_all: float | None = None
     #: tuples/s per stream the broker actually appended (a producer that cannot keep
     #: the pace shows here), over the input append span × speedup
@@ -110,7 +83,7 @@ def read_topic(settings: Settings, topic: str) -> list[Consumed]:
 
 
 def our_id(record: Mapping[str, Any]) -> str:
-    """The deterministic result id (DESIGN §4) recomputed from the members."""
+    """The deterministic result id (ARCHITECTURE §4) recomputed from the members."""
     members = [Member(str(m["stream"]), int(m["seq"]), int(m["event_time"]))
                for m in record["members"]]
     return result_id(members)
@@ -253,8 +226,8 @@ BURST_GAP_MS = 1000.0
 def staleness(appended: Mapping[MemberKey, int], results: Sequence[Consumed],
               gap_ms: float = BURST_GAP_MS) -> list[tuple[float, float]]:
     """Per output burst: (latest completion among its results, first append time − that
-    completion), in append order (see the module docstring; ``appended``:
-    :func:`appended_at` of the inputs)."""
+    completion), i.e. how far behind the input the job was when it wrote that burst, in
+    append order (``appended``: :func:`appended_at` of the inputs)."""
     rows = sorted(((float(c.timestamp_ms), completed_at(member_keys(c.record), appended))
                    for c in results if c.timestamp_ms is not None), key=lambda r: r[0])
     out: list[tuple[float, float]] = []
@@ -302,7 +275,7 @@ def measure(
     first = None if stamps is None else stamps[0]
     bounds = steady_bounds(stamps, warmup, tail, settle_ms, speedup)
     # the staleness trend from the warm-up share on: a job that falls behind writes few,
-    # long bursts, and a trend needs several (the module docstring)
+    # long bursts, and a trend needs several
     trend_bounds = steady_bounds(stamps, warmup, tail)
     points = _completions(appended, results)
     lat_all = [lat for _, lat in points]

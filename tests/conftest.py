@@ -1,6 +1,6 @@
 """Root test fixtures.
 
-``kafka_bootstrap`` (session) finds a real broker, in the order of DESIGN §3:
+``kafka_bootstrap`` (session) finds a real broker, in the order of ARCHITECTURE §8:
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` when set (checked to answer within 30 s);
 2. testcontainers' Kafka module when a Docker engine answers a 1-second ``/_ping``;

@@ -1,4 +1,4 @@
-"""Avro single-object encoding for every harvest record (DESIGN §7).
+"""Avro single-object encoding for every harvest record (ARCHITECTURE §7).
 
 Wire format (Avro 1.12 specification, "Single-object encoding"): the two marker bytes
 ``C3 01``, the 8-byte little-endian CRC-64-AVRO (Rabin) fingerprint of the writer schema's

@@ -1,4 +1,4 @@
-"""Topic names (DESIGN §7); topic creation lives in :mod:`connectors.io.admin`.
+"""Topic names (ARCHITECTURE §7); topic creation lives in :mod:`connectors.io.admin`.
 
 ``<prefix>.in.<workload>.<stream>`` per input stream, ``<prefix>.results``,
 ``<prefix>.metrics`` and ``<prefix>.deadletter``. Every name is checked against Kafka's

@@ -1,6 +1,6 @@
 """Does a Docker engine answer? A bounded ``GET /_ping`` on the engine's socket.
 
-The tests' ``kafka_bootstrap`` fixture (DESIGN §3) prefers testcontainers when an engine
+The tests' ``kafka_bootstrap`` fixture (ARCHITECTURE §8) prefers testcontainers when an engine
 answers and falls back to the local broker otherwise. The docker CLI and the SDK can
 block for a long time when the socket exists but no daemon serves it, so this probe
 speaks the one HTTP request itself with a hard timeout.

@@ -1,7 +1,7 @@
 """Disorder models: per-tuple network delays that turn event order into arrival order.
 
 A delay is a non-negative integer number of milliseconds; a tuple arrives at
-``arrival_time = event_time + delay`` (DESIGN §4). Models:
+``arrival_time = event_time + delay`` (ARCHITECTURE §4). Models:
 
 * ``none``   — delay 0 (the stream arrives in order).
 * ``exp``    — exponential delays with the given mean (ms), rounded to integers.

@@ -1,4 +1,4 @@
-"""Load diffusion: which operator instance (route key) sees which tuple (DESIGN §6).
+"""Load diffusion: which operator instance (route key) sees which tuple (ARCHITECTURE §6).
 
 Two routings, chosen by ``[job] routing`` in the spec:
 
@@ -14,7 +14,7 @@ Windowed Stream Joins", §2 (aligned tuple routing):
     ``[s·T − W_i, (s+1)·T + W_M]`` (the paper's ``S_i[t − W_i, t + T + W_M]``) holds τ,
     i.e. to the segments ``s_lo ≤ s ≤ s_hi`` with ``s_lo = ⌊(τ − W_M)/T⌋`` and
     ``s_hi = ⌊(τ + W_i)/T⌋`` (:meth:`Router.atr_segment_range`). With our window
-    condition (DESIGN §4) a member e_i of a result whose master tuple is m satisfies
+    condition (ARCHITECTURE §4) a member e_i of a result whose master tuple is m satisfies
     ``m.ts − W_i ≤ e_i.ts ≤ m.ts + W_M``, so every member of that result reaches the
     instance owning m's segment.
 
@@ -26,7 +26,7 @@ emit a result only if ``router.owns(route_key, master_ts)`` holds for the result
 master-stream member (:meth:`Router.owns_result`). With the routing below this
 filter never removes anything — it is the guard that turns a routing bug into
 missing results rather than duplicates, and the property tests in
-``tests/unit/test_routing.py`` check both that no result is missed or duplicated
+``tests/unit/diffusion/test_routing.py`` check both that no result is missed or duplicated
 and that the filter removes nothing. Hash routing: ``owns`` is true iff the key
 value hashes to the instance.
 

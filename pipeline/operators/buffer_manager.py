@@ -4,7 +4,7 @@
   number of results produced and the estimated number of true results
   N^⋈_true(L) = Σ_d M^⋈[d] of each interval, giving N^⋈_prod(P−L) and N^⋈_true(P−L).
 * :func:`instant_recall_target` solves Eq. 7 for Γ' and clips it to [floor, cap];
-  the defaults [0, 1] are the paper's (its "max{Γ', 1}" is a typo for min, digest §3.6).
+  the defaults [0, 1] are the paper's (the paper prints max{Γ', 1}; min is meant).
   The quality policy passes a narrower band around Γ (see
   :mod:`~pipeline.operators.quality_policy`, deviation 1).
 * :func:`linear_search` is Alg. 3: test K = 0, g, 2g, … until K > MaxD^H or

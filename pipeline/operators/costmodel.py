@@ -18,22 +18,20 @@ free. It is added to C_i of every non-zero row, by every solver.
 out "for brevity"; it is the same for every configuration, so it only shifts C.
 Directions are independent in both C and O, which the solvers exploit.
 
-Indexed cost (ours, ``HarvestModel.indexed``; issue 4 deliverable 7): with per-basic-
-window sorted/hash indexes (``JoinConfig.index``) a probe costs ``c_w`` per stored basic
-window it touches plus one unit per (partial result, candidate row) pair, the candidates
-being the rows in the probing tuple's value range. Position j then costs
+Indexed cost (ours, ``HarvestModel.indexed``): with per-basic-window sorted/hash
+indexes (``JoinConfig.index``) a probe costs ``c_w`` per stored basic window it touches
+plus one unit per (partial result, candidate row) pair, the candidates being the rows in
+the probing tuple's value range. Position j then costs
 
     c_w·ρ_j·t(k_j) + N_{i,j}·a_{i,j},   a_{i,j} = P_{i,j}(k_j)·σ_{i,r_{i,j}}·S_{i,j}
 
 with the candidates per partial approximated by its expected matches a_{i,j} (σ as in
-N: pair σ at the first position, the conditional deep σ later — with time-correlated
-values the pair σ underestimates E[N·hits] by ~2× on the sensors workload), t(k) = k + 1
-for k ≥ 1 (k contiguous logical basic windows straddle k + 1 stored ones; t(0) = 0) and
+N: pair σ at the first position, the conditional deep σ later), t(k) = k + 1 for k ≥ 1
+(k contiguous logical basic windows straddle k + 1 stored ones; t(0) = 0) and
 ρ_j = 1 − exp(−N_{i,j}) for j ≥ 2 (ρ_1 = 1), the probability that the probe reaches
 position j at all (Poisson; it stops once no partial result is left). The per-window
 term does not scale with N_{i,j}. Stored windows that the value-range test rules out
-before the harvest selection is applied also cost 1 in the join; the model ignores them
-(it tracks the join within ~25% where such misses are rare; see the tests).
+before the harvest selection is applied also cost 1 in the join; the model ignores them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Records flowing through the operators: input events, result members and join results.
 
 Ji et al. §II: a tuple e_i of stream S_i carries a timestamp e_i.ts; a result
-⟨e_1..e_m⟩ has timestamp max(e_k.ts). DESIGN §4: a result is identified by its
+⟨e_1..e_m⟩ has timestamp max(e_k.ts). ARCHITECTURE §4: a result is identified by its
 members' (stream, seq), so its id is deterministic (:func:`result_id`).
 """
 

@@ -63,8 +63,7 @@ class ProductivityProfiler:
     (Ji et al. §IV-B: the maximum over the interval's in-order tuples) or "mean" (their
     average). "mean" is the unbiased estimate when delay and productivity are
     independent; "max" makes every late tuple as productive as the best in-order one,
-    which on our workloads inflates the estimated N_true by 1.5–3 % (the quality policy
-    then asks for Γ' at its cap). With "mean", Eq. 6 still sees DPcorr *among in-order
+    which overestimates N_true (docs/NOTES.md). With "mean", Eq. 6 still sees DPcorr *among in-order
     tuples* (their raw delays go up to K + K^sync), only the late tuples' unobservable
     correlation is assumed away; the policy's conservative window model and margin on Γ'
     (:mod:`~pipeline.operators.quality_policy`) cover the recall guarantee instead.

@@ -8,7 +8,7 @@ next adaptation interval under a common K-slack size K (Same-K policy, Theorem 1
   with F_i the CDF of f_{D_i} and s_i = ⌊(K + K_i^sync)/g⌋ bins of buffering,
   f_{D_i^K}(0) = F_i(s_i) and Σ_{d=0}^{x} f_{D_i^K}(d) = F_i(s_i + x).
 * Eq. 3 — basic windows of b ms (n_i = ⌈W_i/b⌉): w_i^l holds the tuples with
-  D^K ≤ (l−1)·b/g. We use the *rate-free* sizes |w_i^l|/r_i (digest §3.4 note), so the
+  D^K ≤ (l−1)·b/g. We use the *rate-free* sizes |w_i^l|/r_i, so the
   rates cancel and a complete window has size W_i exactly:
   A_i(K) = b · Σ_{l=1}^{n_i−1} F_i(s_i + (l−1)b/g) + (W_i − (n_i−1)b) · F_i(s_i + (n_i−1)b/g).
 * Eq. 5 — γ(L,K) = sel^⋈(K)/sel^⋈ · Σ_i F_i(s_i) Π_{j≠i} A_j(K) / Σ_i Π_{j≠i} W_j.

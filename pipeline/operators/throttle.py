@@ -1,4 +1,4 @@
-"""Operator throttling: the throttle fraction z (GrubJoin §IV-A, DESIGN §5).
+"""Operator throttling: the throttle fraction z (GrubJoin §IV-A, ARCHITECTURE §5).
 
 Every Δ the budget source reports β, the join's performance over the last interval:
 
@@ -7,14 +7,8 @@ Every Δ the budget source reports β, the join's performance over the last inte
 * β ≥ 1: z ← min(1, γ · z)                                          (paper's boost)
 
 The paper specifies only these two rules (γ = 1.2 in its Fig. 2; no other thresholds).
-Everything below is ours.
-
-The paper's rule alone does not settle under steady overload: a boost that overshoots
-costs queue drops, the cut undoes it, the next boost repeats it. At small n (few basic
-windows per window) a boost that adds one logical basic window changes the measured
-cost by a big step that the cost model under-prices, so the cycle never dies out; and
-when the solver finds nothing productive to add, the boosts climb to z = 1 (the full
-join). Two refinements make the controller settle:
+Everything below is ours: two refinements that make the controller settle under steady
+overload, where the paper's rules alone keep cycling (docs/NOTES.md tells why):
 
 * **headroom cap with anti-windup** (:class:`Throttle`) — for a budget that measures its
   *headroom* h (utilization target over the share of the budget used, e.g. capacity

@@ -1,4 +1,4 @@
-"""The two CPU budget sources behind the throttle (DESIGN §5; GrubJoin §IV-A).
+"""The two CPU budget sources behind the throttle (ARCHITECTURE §5; GrubJoin §IV-A).
 
 * :class:`VirtualCpu` — deterministic. A server with ``capacity`` cost units per second
   of *stream time* (cost = tuple comparisons + per-tuple cost) behind a bounded input

@@ -1,7 +1,7 @@
 """Result quality against the oracle: recall, precision and recall per period P.
 
 Ji et al. §II-D: recall = produced true results / true results, measured per period P
-by result timestamp (γ(P)); DESIGN §4: precision must be 1. Results are deduplicated by
+by result timestamp (γ(P)); ARCHITECTURE §4: precision must be 1. Results are deduplicated by
 their deterministic id before counting (duplicates after a restart are not new results).
 """
 

@@ -1,4 +1,4 @@
-"""The exact answer of a window join over the complete, sorted input (DESIGN §4).
+"""The exact answer of a window join over the complete, sorted input (ARCHITECTURE §4).
 
 A result ⟨e_1..e_m⟩ (one tuple per stream) is true iff for every pair (i, j)
 e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i and the predicate holds (Ji et al. §II).

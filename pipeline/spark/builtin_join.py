@@ -1,7 +1,7 @@
 """Peer baseline for `harvest bench pipeline`: the same m-way equi window join written with
 Spark's built-in stream-stream joins (chained inner joins, watermarks, time-range conditions).
 
-Semantics match DESIGN §4 for an equi-join: for every pair (i, j) of members,
+Semantics match ARCHITECTURE §4 for an equi-join: for every pair (i, j) of members,
 ``e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i`` and equal keys. Each stream gets a watermark of
 ``delay_ms`` (the disorder bound, like K ≥ max delay), so Spark can drop join state. The
 results are written to ``<prefix>.results`` as ``join_result`` records (single-object

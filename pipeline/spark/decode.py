@@ -1,10 +1,10 @@
 """Kafka input → envelope rows: single-object header check + spark-avro ``from_avro``.
 
-DESIGN §7 wire format: ``C3 01`` + 8-byte CRC-64-AVRO fingerprint + Avro body. The header
+ARCHITECTURE §7 wire format: ``C3 01`` + 8-byte CRC-64-AVRO fingerprint + Avro body. The header
 is checked in Spark SQL (binary ``substring`` compared with the expected bytes) and only
 the body is handed to ``from_avro`` in PERMISSIVE mode, so an undecodable record becomes
 a row with a ``reason`` instead of a failed query. Rows with a reason go to the
-dead-letter topic (DESIGN §8 "nothing is lost"); the others are the envelope stream
+dead-letter topic (ARCHITECTURE §7: bad records are never lost); the others are the envelope stream
 (``stream_idx, stream, seq, event_time, arrival_time`` + the workload's attributes).
 """
 

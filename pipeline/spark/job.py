@@ -1,6 +1,6 @@
 """The Structured Streaming job: Kafka → decode → (pass-through | route → join) → Kafka.
 
-Dataflow (DESIGN §1)::
+Dataflow (ARCHITECTURE §1)::
 
     readStream kafka (P.in.<workload>.<stream>, earliest)
       → decode (header check + from_avro PERMISSIVE)  ─ rejected ─→ dead_letter → P.deadletter
@@ -12,7 +12,7 @@ Dataflow (DESIGN §1)::
 
 One query, one checkpoint, one Kafka sink with a computed ``topic`` column: a micro-batch's
 outputs of every kind commit together. The Kafka sink is at-least-once; after a restart
-the last micro-batch may be written again, and result ids (DESIGN §4) make those
+the last micro-batch may be written again, and result ids (ARCHITECTURE §4) make those
 duplicates removable (the consumer/evaluator dedups by id).
 """
 

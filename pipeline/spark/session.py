@@ -1,6 +1,6 @@
 """The Spark session of the harvest job: connector jars, RocksDB state store, interpreter.
 
-DESIGN §3: the Kafka and Avro connectors come from ``make jars`` (``.cache/jars/spark``)
+ARCHITECTURE §3: the Kafka and Avro connectors come from ``make jars`` (``.cache/jars/spark``)
 and are passed as ``spark.jars``, never resolved with ``--packages``; executors run the
 project's own interpreter; the join state lives in the RocksDB state store provider.
 """

@@ -1,7 +1,7 @@
 """Output side of the job: Avro single-object encoding in Spark SQL and the Kafka sink.
 
 Every output row becomes ``(topic, key, value)`` where ``value`` is ``C3 01`` +
-fingerprint + ``to_avro(...)`` (DESIGN §7), so one Kafka sink with a computed ``topic``
+fingerprint + ``to_avro(...)`` (ARCHITECTURE §7), so one Kafka sink with a computed ``topic``
 column serves the results, metrics and dead-letter topics of one query.
 """
 

@@ -1,4 +1,4 @@
-"""Budget sources (DESIGN §5): the virtual CPU against an event-by-event simulation."""
+"""Budget sources (ARCHITECTURE §5): the virtual CPU against an event-by-event simulation."""
 
 from __future__ import annotations
 

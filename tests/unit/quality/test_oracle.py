@@ -1,5 +1,5 @@
 """The oracles: DuckDB SQL and NumPy brute force agree with each other and with a
-pure-Python enumeration of the definition (DESIGN §4)."""
+pure-Python enumeration of the definition (ARCHITECTURE §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Topic naming (DESIGN §7) and Kafka's topic-name rules."""
+"""Topic naming (ARCHITECTURE §7) and Kafka's topic-name rules."""
 
 from __future__ import annotations
 
