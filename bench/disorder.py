@@ -45,10 +45,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bench.common import new_figure, save_figure, write_json
+from bench.common import save_figure, write_json
 from connectors.workloads import EquiParams, WorkloadSpec, ZipfDelay, generate
+from pipeline.core.figures import new_figure
 from pipeline.core.settings import Settings
-from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
 from pipeline.operators.quality_policy import (
@@ -56,6 +56,7 @@ from pipeline.operators.quality_policy import (
     TARGET_HEADROOM,
     TARGET_MARGIN,
 )
+from pipeline.runtime.resolve import resolve_engine, runtime_env
 from pipeline.spec.model import JoinSpec, Spec, parse_spec
 
 PERIOD_MS = 60_000
@@ -205,10 +206,9 @@ def run_engine(
     spec: Spec, records: Sequence[dict[str, Any]], progress: Progress, label: str
 ) -> tuple[np.ndarray, list[dict[str, Any]], float]:
     """Run one method; return produced result times, its metrics rows, wall seconds."""
-    engine = Engine(EngineConfig.from_spec(spec))
-    if spec.disorder.mode == "quality":
-        # CPU time of the step (thread clock): the machine is shared, wall time is noisy
-        engine.slack.timer = time.thread_time  # type: ignore[attr-defined]
+    # the quality policy times its steps in CPU time (thread clock): the machine is
+    # shared, wall time is noisy
+    engine = Engine(resolve_engine(spec), runtime_env(timer=time.thread_time))
     index = {s: i for i, s in enumerate(spec.join.streams)}
     events = [event_from_dump(r, index) for r in records]
     task = progress.add_task(label, total=len(events))

@@ -29,13 +29,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.common import new_figure, save_figure, write_json
+from bench.common import save_figure, write_json
+from pipeline.core.figures import new_figure
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event
 from pipeline.operators.mjoin import MWayJoin
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import parse_spec
 
 log = get_logger(__name__)
@@ -78,7 +80,7 @@ def _config() -> EngineConfig:
             "disorder": {"mode": "none"},
         }
     )
-    return EngineConfig.from_spec(spec)
+    return resolve_engine(spec)
 
 
 def run_join_only(warm: list[Event], probes: list[Event]) -> dict[str, Any]:

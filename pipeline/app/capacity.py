@@ -33,6 +33,7 @@ from pipeline.core.errors import ConfigError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
 
 
@@ -128,7 +129,7 @@ def timing_config(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> EngineConf
         max_delay = max((int(r["arrival_time"]) - int(r["event_time"]) for r in sample),
                         default=0)
         disorder = disorder.model_copy(update={"mode": "fixed", "slack_ms": max(0, max_delay)})
-    return EngineConfig.from_spec(spec.model_copy(update={
+    return resolve_engine(spec.model_copy(update={
         "shedding": spec.shedding.model_copy(update={"mode": "off"}),
         "disorder": disorder,
     }))

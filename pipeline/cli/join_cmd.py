@@ -13,9 +13,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from pipeline.core.jsonl import iter_jsonl
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
-from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import JoinResult
 from pipeline.runtime.replay import ReplaySummary, load_events, replay
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import load_spec
 
 log = get_logger(__name__)
@@ -49,7 +49,7 @@ def _print_summary(s: ReplaySummary) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Validate, replay, write results/metrics/summary."""
     spec = load_spec(args.spec)
-    config = EngineConfig.from_spec(spec)
+    config = resolve_engine(spec)
     events = load_events(config, list(iter_jsonl(args.input, "--input")))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     err = Console(stderr=True)

@@ -1,49 +1,75 @@
-"""The engine's frozen configuration, built from a job spec (``EngineConfig.from_spec``)."""
+"""The engine's frozen configuration: plain dataclasses, no spec types.
+
+A job spec becomes an :class:`EngineConfig` in one place only,
+:func:`pipeline.runtime.resolve.resolve_engine`; the operators never see the spec.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pipeline.operators.mjoin import JoinConfig
-from pipeline.operators.predicates import CustomFn, Predicate, build_predicate
-from pipeline.spec.model import DisorderSpec, SheddingSpec, Spec
+from pipeline.operators.predicates import Predicate
+
+
+@dataclass(frozen=True)
+class DisorderConfig:
+    """K-slack sizing (Ji et al.); the fields and defaults of ``[disorder]``.
+
+    ``mode`` names a slack policy of :data:`pipeline.operators.registry.SLACK_POLICIES`.
+    """
+
+    mode: str = "quality"
+    slack_ms: int = 0
+    recall: float = 0.99
+    period_ms: int = 60_000
+    interval_ms: int = 1_000
+    granularity_ms: int = 10
+    #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
+    late_estimate: Literal["max", "mean"] = "mean"
+
+
+@dataclass(frozen=True)
+class SheddingConfig:
+    """GrubJoin window harvesting (Gedik et al.) or RandomDrop; the fields and defaults of
+    ``[shedding]``, with ``budget`` already resolved (``[job] budget`` inside Spark).
+
+    ``mode`` names a shedder of :data:`pipeline.operators.registry.SHEDDERS`.
+    """
+
+    mode: str = "off"
+    basic_window_ms: int = 2_000
+    adapt_interval_ms: int = 5_000
+    boost: float = 1.2
+    shred_rate: float = 0.1
+    budget: Literal["virtual", "wall"] = "virtual"
+    capacity: float | None = None
+    queue: int = 10
+    heuristic: Literal["bdopdc", "bo", "bopc"] = "bdopdc"
+    learn: bool = True
+    seed: int = 0
+    tuple_cost: float = 1.0
+    #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
+    probe_cost: float = 0.0
+    utilization: float = 0.8
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """Everything the engine and its plug-ins need; immutable, shared by runtimes.
+    """Everything the engine and its plug-ins need; immutable, picklable, shared by runtimes.
 
     ``streams``/``windows`` follow ``[join]``; the basic window b and the per-tuple cost
-    come from ``[shedding]`` (``basic_window_ms``, ``tuple_cost``).
+    come from ``shedding`` (``basic_window_ms``, ``tuple_cost``).
     """
 
     streams: tuple[str, ...]
     windows: tuple[int, ...]
     predicate: Predicate
-    disorder: DisorderSpec = field(default_factory=DisorderSpec)
-    shedding: SheddingSpec = field(default_factory=SheddingSpec)
+    disorder: DisorderConfig = field(default_factory=DisorderConfig)
+    shedding: SheddingConfig = field(default_factory=SheddingConfig)
     #: per-basic-window sorted indexes (``[join] index``; band and equi predicates)
     index: bool = False
-
-    @classmethod
-    def from_spec(
-        cls, spec: Spec, custom: CustomFn | None = None, columns: Sequence[str] = ()
-    ) -> EngineConfig:
-        """Config of a spec; ``custom`` replaces the spec's predicate by a vectorized callable."""
-        j = spec.join
-        pred = build_predicate(
-            j.predicate,
-            attribute=j.attribute,
-            x=j.x,
-            y=j.y,
-            epsilon=j.epsilon,
-            fn=custom,
-            columns=columns,
-        )
-        return cls(
-            j.streams, j.windows, pred, spec.disorder, spec.shedding.with_budget(), j.index
-        )
 
     @property
     def m(self) -> int:

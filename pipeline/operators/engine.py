@@ -17,7 +17,7 @@ import numpy as np
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event, JoinResult, results_from_arrays
-from pipeline.operators.hooks import Shedder, SlackPolicy
+from pipeline.operators.hooks import PluginEnv, Shedder, SlackPolicy
 from pipeline.operators.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
 from pipeline.operators.mjoin import MWayJoin, Outcome
 from pipeline.operators.registry import shedder_class, slack_policy_class
@@ -50,12 +50,19 @@ class Engine:
     def __init__(
         self,
         config: EngineConfig,
+        env: PluginEnv | None = None,
+        *,
         slack: SlackPolicy | None = None,
         shedder: Shedder | None = None,
     ) -> None:
+        """``env`` is handed to the plug-ins the engine creates (default: no wall clock);
+        ``slack``/``shedder`` are plug-ins built already (:meth:`from_snapshot`)."""
         self.config = config
-        self.slack = slack or slack_policy_class(config.disorder.mode).create(config)
-        self.shedder = shedder or shedder_class(config.shedding.mode).create(config)
+        self.env = env if env is not None else PluginEnv()
+        self.slack = slack if slack is not None else slack_policy_class(
+            config.disorder.mode).create(config, self.env)
+        self.shedder = shedder if shedder is not None else shedder_class(
+            config.shedding.mode).create(config, self.env)
         self.kslacks = [KSlack(KSlackConfig(i)) for i in range(config.m)]
         self.sync = Synchronizer(SynchronizerConfig(config.m))
         self.join = MWayJoin(config.join_config())
@@ -219,12 +226,18 @@ class Engine:
         }
 
     @classmethod
-    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> Engine:
-        """Rebuild an engine (with the spec's policy and shedder) from :meth:`snapshot`."""
+    def from_snapshot(
+        cls, config: EngineConfig, snap: dict[str, Any], env: PluginEnv | None = None
+    ) -> Engine:
+        """Rebuild an engine from :meth:`snapshot`; its policy and shedder are restored
+        once, through their factories, with ``env``."""
+        env = env if env is not None else PluginEnv()
         try:
-            slack = slack_policy_class(config.disorder.mode).from_snapshot(config, snap["slack"])
-            shedder = shedder_class(config.shedding.mode).from_snapshot(config, snap["shedder"])
-            eng = cls(config, slack=slack, shedder=shedder)
+            slack = slack_policy_class(config.disorder.mode).from_snapshot(
+                config, snap["slack"], env)
+            shedder = shedder_class(config.shedding.mode).from_snapshot(
+                config, snap["shedder"], env)
+            eng = cls(config, env, slack=slack, shedder=shedder)
             eng.clock = int(snap["clock"])
             eng.next_interval = snap["next_interval"]
             eng.next_adapt = snap["next_adapt"]

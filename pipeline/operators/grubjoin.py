@@ -26,8 +26,6 @@ controller settles below it and the load-induced queue drops stop.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,7 +43,7 @@ from pipeline.operators.harvest import (
     shred_plan,
     yield_order,
 )
-from pipeline.operators.hooks import ProbeFeedback, ProbePlan
+from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
 from pipeline.operators.throttle import Ceiling, CeilingConfig, Throttle, ThrottleConfig
 from pipeline.operators.virtual_cpu import BudgetReading, make_budget, restore_budget
 
@@ -130,12 +128,11 @@ def _plan_from_data(data: dict[str, Any]) -> ProbePlan:
 class GrubJoinShedder:
     """Runtime GrubJoin shedder; ``snapshot()``/``from_snapshot()`` restore it exactly."""
 
-    def __init__(self, config: EngineConfig, clock: Callable[[], float] | None = None,
-                 speedup: float = 1.0) -> None:
+    def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
         sh = config.shedding
         self.config = config
         self.budget = make_budget(sh.budget, sh.capacity, sh.queue, sh.utilization,
-                                  clock, speedup)
+                                  env.clock, env.speedup)
         self.throttle = Throttle(ThrottleConfig(boost=sh.boost))
         self.ceiling = Ceiling(CeilingConfig())
         join = config.join_config()
@@ -157,13 +154,10 @@ class GrubJoinShedder:
         self.share = 1.0  # probe share of the configured directions (ours, fallback)
 
     @classmethod
-    def create(cls, config: EngineConfig, clock: Callable[[], float] | None = None,
-               speedup: float = 1.0) -> GrubJoinShedder:
-        """The engine's factory. The wall budget gets ``clock`` (default: the process's
-        monotonic perf counter, injected here once — the shedder never reads time itself)."""
-        if config.shedding.budget == "wall" and clock is None:
-            clock = time.perf_counter
-        return cls(config, clock, speedup)
+    def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
+        """The engine's factory; a wall budget times with ``env.clock`` (the shedder never
+        reads time itself)."""
+        return cls(config, env)
 
     # ------------------------------------------------------------------ per tuple
     def admit(self, event: Event, now: int) -> bool:
@@ -325,12 +319,11 @@ class GrubJoinShedder:
 
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
-                      clock: Callable[[], float] | None = None,
-                      speedup: float = 1.0) -> GrubJoinShedder:
-        obj = cls.create(config, clock, speedup)
+                      env: PluginEnv) -> GrubJoinShedder:
+        if snap.get("mode") != "grubjoin":
+            raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
+        obj = cls(config, env)
         try:
-            if snap.get("mode") != "grubjoin":
-                raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
             obj.budget = restore_budget(obj.budget, snap["budget"])
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             if "ceiling" in snap:

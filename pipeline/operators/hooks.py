@@ -27,14 +27,17 @@ the wall clock):
    rows are queued for :meth:`Engine.drain_metrics`. After a slack adaptation the
    engine re-applies the (possibly smaller) K to every K-slack buffer at once.
 
-Implementations are created by ``cls.create(config)`` and restored by
-``cls.from_snapshot(config, snap)`` where ``config`` is the frozen
-:class:`~pipeline.operators.config.EngineConfig`; ``snapshot()`` returns plain
-Python/NumPy data (picklable).
+Every plug-in is created by ``cls.create(config, env)`` and restored by
+``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
+:class:`ShedderFactory`) where ``config`` is the frozen
+:class:`~pipeline.operators.config.EngineConfig` and ``env`` the :class:`PluginEnv` the
+runtime injects (clocks, speed-up); ``snapshot()`` returns plain Python/NumPy data
+(picklable). Plug-ins never read time themselves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,6 +48,21 @@ from pipeline.operators.events import Event
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
+
+
+@dataclass(frozen=True)
+class PluginEnv:
+    """What a runtime injects into its plug-ins besides the config.
+
+    ``clock``: the wall budget's clock (seconds, monotonic; None = no wall clock, a
+    ``wall`` budget then fails with :class:`~pipeline.core.errors.ConfigError`);
+    ``speedup``: stream time per wall time of the input replay (DESIGN §5);
+    ``timer``: optional clock (seconds) timing each quality-policy step (``adapt_ms``).
+    """
+
+    clock: Callable[[], float] | None = None
+    speedup: float = 1.0
+    timer: Callable[[], float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,16 +169,22 @@ class Shedder(Protocol):
 
 
 class SlackPolicyFactory(Protocol):
-    """A SlackPolicy class: ``create(config)`` and ``from_snapshot(config, snap)``."""
+    """A SlackPolicy class: ``create(config, env)``; ``from_snapshot(config, snap, env)``
+    raises :class:`~pipeline.core.errors.OperatorStateError` for another mode's snapshot."""
 
-    def create(self, config: EngineConfig) -> SlackPolicy: ...
+    def create(self, config: EngineConfig, env: PluginEnv) -> SlackPolicy: ...
 
-    def from_snapshot(self, config: EngineConfig, snap: dict[str, Any]) -> SlackPolicy: ...
+    def from_snapshot(
+        self, config: EngineConfig, snap: dict[str, Any], env: PluginEnv
+    ) -> SlackPolicy: ...
 
 
 class ShedderFactory(Protocol):
-    """A Shedder class: ``create(config)`` and ``from_snapshot(config, snap)``."""
+    """A Shedder class: ``create(config, env)``; ``from_snapshot(config, snap, env)``
+    raises :class:`~pipeline.core.errors.OperatorStateError` for another mode's snapshot."""
 
-    def create(self, config: EngineConfig) -> Shedder: ...
+    def create(self, config: EngineConfig, env: PluginEnv) -> Shedder: ...
 
-    def from_snapshot(self, config: EngineConfig, snap: dict[str, Any]) -> Shedder: ...
+    def from_snapshot(
+        self, config: EngineConfig, snap: dict[str, Any], env: PluginEnv
+    ) -> Shedder: ...

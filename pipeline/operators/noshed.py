@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.events import Event
-from pipeline.operators.hooks import ProbeFeedback, ProbePlan
+from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
@@ -15,7 +16,7 @@ class NoShedder:
     """No load shedding: the full join (GrubJoin's z = 1 baseline)."""
 
     @classmethod
-    def create(cls, config: EngineConfig) -> NoShedder:
+    def create(cls, config: EngineConfig, env: PluginEnv) -> NoShedder:
         return cls()
 
     def admit(self, event: Event, now: int) -> bool:
@@ -37,5 +38,8 @@ class NoShedder:
         return {"mode": "off"}
 
     @classmethod
-    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> NoShedder:
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
+                      env: PluginEnv) -> NoShedder:
+        if snap.get("mode") != "off":
+            raise OperatorStateError(f"not an 'off' shedder snapshot: {snap.get('mode')!r}")
         return cls()

@@ -75,6 +75,7 @@ from pipeline.operators.buffer_manager import (
     linear_search,
 )
 from pipeline.operators.delay_stats import StatisticsManager
+from pipeline.operators.hooks import PluginEnv
 from pipeline.operators.profiler import LateEstimate, ProductivityMaps, ProductivityProfiler
 from pipeline.operators.recall_model import ModelConfig, gamma_curve
 
@@ -180,9 +181,9 @@ class QualityPolicy:
         self.timer = timer
 
     @classmethod
-    def create(cls, config: EngineConfig) -> QualityPolicy:
-        """The policy for an engine config."""
-        return cls(QualityConfig.from_engine(config))
+    def create(cls, config: EngineConfig, env: PluginEnv) -> QualityPolicy:
+        """The policy for an engine config (``env.timer`` times each step)."""
+        return cls(QualityConfig.from_engine(config), env.timer)
 
     # ------------------------------------------------------------ engine hooks
     def observe_arrival(self, stream: int, ts: int, delay: int) -> None:
@@ -322,18 +323,20 @@ class QualityPolicy:
         }
 
     @classmethod
-    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> QualityPolicy:
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
+                      env: PluginEnv) -> QualityPolicy:
         """Restore a policy saved by :meth:`snapshot` under the same engine config."""
-        return cls.restore(QualityConfig.from_engine(config), snap)
+        return cls.restore(QualityConfig.from_engine(config), snap, env.timer)
 
     @classmethod
-    def restore(cls, qc: QualityConfig, snap: dict[str, Any]) -> QualityPolicy:
+    def restore(cls, qc: QualityConfig, snap: dict[str, Any],
+                timer: Callable[[], float] | None = None) -> QualityPolicy:
         """Restore from a :class:`QualityConfig` (what :meth:`from_snapshot` uses)."""
         if snap.get("mode") != cls.mode:
             raise OperatorStateError(
                 f"slack policy snapshot of mode {snap.get('mode')!r}, expected {cls.mode!r}"
             )
-        policy = cls(qc)
+        policy = cls(qc, timer)
         try:
             policy.k_ms = int(snap["k_ms"])
             policy.joined = [int(x) for x in snap["joined"]]

@@ -18,8 +18,6 @@ exponent a starts at 1/2 and is halved whenever a step does not increase Π x_i.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +26,7 @@ from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.costmodel import FloatArray, HarvestModel
 from pipeline.operators.events import Event
 from pipeline.operators.harvest import OnlineStats, build_model
-from pipeline.operators.hooks import ProbeFeedback, ProbePlan
+from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
 from pipeline.operators.throttle import Throttle, ThrottleConfig
 from pipeline.operators.virtual_cpu import make_budget, restore_budget
 
@@ -107,12 +105,11 @@ class RandomDropShedder:
     to estimate the selectivities the cost model needs.
     """
 
-    def __init__(self, config: EngineConfig, clock: Callable[[], float] | None = None,
-                 speedup: float = 1.0) -> None:
+    def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
         sh = config.shedding
         self.config = config
         self.budget = make_budget(sh.budget, sh.capacity, sh.queue, sh.utilization,
-                                  clock, speedup)
+                                  env.clock, env.speedup)
         self.throttle = Throttle(ThrottleConfig(boost=sh.boost))
         self.stats = OnlineStats(config.m, DECAY)
         self.rng = np.random.default_rng(sh.seed)
@@ -120,12 +117,9 @@ class RandomDropShedder:
         self.random_drops = 0
 
     @classmethod
-    def create(cls, config: EngineConfig, clock: Callable[[], float] | None = None,
-               speedup: float = 1.0) -> RandomDropShedder:
-        """The engine's factory (the wall budget defaults to the perf counter clock)."""
-        if config.shedding.budget == "wall" and clock is None:
-            clock = time.perf_counter
-        return cls(config, clock, speedup)
+    def create(cls, config: EngineConfig, env: PluginEnv) -> RandomDropShedder:
+        """The engine's factory; a wall budget times with ``env.clock``."""
+        return cls(config, env)
 
     def admit(self, event: Event, now: int) -> bool:
         self.stats.observe_arrival(event.stream)
@@ -188,13 +182,11 @@ class RandomDropShedder:
 
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
-                      clock: Callable[[], float] | None = None,
-                      speedup: float = 1.0) -> RandomDropShedder:
-        obj = cls.create(config, clock, speedup)
+                      env: PluginEnv) -> RandomDropShedder:
+        if snap.get("mode") != "randomdrop":
+            raise OperatorStateError(f"not a randomdrop shedder snapshot: {snap.get('mode')!r}")
+        obj = cls(config, env)
         try:
-            if snap.get("mode") != "randomdrop":
-                raise OperatorStateError(
-                    f"not a randomdrop shedder snapshot: {snap.get('mode')!r}")
             obj.budget = restore_budget(obj.budget, snap["budget"])
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"])

@@ -8,10 +8,20 @@ eagerly and a missing plug-in is a clear :class:`ConfigError`.
 from __future__ import annotations
 
 import importlib
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from pipeline.core.errors import ConfigError
 from pipeline.operators.hooks import ShedderFactory, SlackPolicyFactory
+
+if TYPE_CHECKING:  # static check only: every class below satisfies its factory protocol
+    from pipeline.operators.grubjoin import GrubJoinShedder
+    from pipeline.operators.noshed import NoShedder
+    from pipeline.operators.quality_policy import QualityPolicy
+    from pipeline.operators.randomdrop import RandomDropShedder
+    from pipeline.operators.slack_policies import FixedSlack, MaxSlack, NoSlack
+
+    _POLICIES: tuple[SlackPolicyFactory, ...] = (NoSlack, MaxSlack, FixedSlack, QualityPolicy)
+    _SHEDDERS: tuple[ShedderFactory, ...] = (NoShedder, GrubJoinShedder, RandomDropShedder)
 
 SLACK_POLICIES: dict[str, tuple[str, str]] = {
     "none": ("pipeline.operators.slack_policies", "NoSlack"),

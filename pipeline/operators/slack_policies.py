@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.hooks import PluginEnv
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
@@ -31,7 +32,7 @@ class BaselinePolicy:
         self.max_delay = 0
 
     @classmethod
-    def create(cls, config: EngineConfig) -> BaselinePolicy:
+    def create(cls, config: EngineConfig, env: PluginEnv) -> BaselinePolicy:
         return cls(config.disorder.slack_ms if cls.mode == "fixed" else 0)
 
     def observe_arrival(self, stream: int, ts: int, delay: int) -> None:
@@ -58,7 +59,8 @@ class BaselinePolicy:
         return {"mode": self.mode, "k_ms": self.k_ms, "max_delay": self.max_delay}
 
     @classmethod
-    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any]) -> BaselinePolicy:
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
+                      env: PluginEnv) -> BaselinePolicy:
         if snap.get("mode") != cls.mode:
             raise OperatorStateError(
                 f"slack policy snapshot of mode {snap.get('mode')!r}, expected {cls.mode!r}"

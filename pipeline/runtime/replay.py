@@ -16,6 +16,8 @@ from pipeline.core.errors import SerializationError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult, event_from_dump
+from pipeline.operators.hooks import PluginEnv
+from pipeline.runtime.resolve import runtime_env
 
 ProgressFn = Callable[[int, int], None]
 
@@ -62,9 +64,11 @@ def replay(
     on_metrics: Callable[[list[dict[str, Any]]], None] | None = None,
     progress: ProgressFn | None = None,
     cpu_clock: Callable[[], float] = time.process_time,
+    env: PluginEnv | None = None,
 ) -> ReplaySummary:
-    """Run every event, flush at the end, and summarize (``cpu_clock`` is injected)."""
-    engine = Engine(config)
+    """Run every event, flush at the end, and summarize (``cpu_clock`` is injected;
+    ``env`` defaults to :func:`~pipeline.runtime.resolve.runtime_env`)."""
+    engine = Engine(config, env if env is not None else runtime_env())
     start = cpu_clock()
     total = len(events)
     step = max(1, total // 200)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import math
 import pickle
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
@@ -26,9 +26,10 @@ from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult
-from pipeline.operators.registry import shedder_class
+from pipeline.operators.hooks import PluginEnv
 from pipeline.operators.virtual_cpu import WallBudget
-from pipeline.spec.model import SheddingSpec, Spec, parse_spec
+from pipeline.runtime.resolve import resolve_engine
+from pipeline.spec.model import Spec
 
 #: columns of the processor's output (one schema, ``kind`` = result | metric)
 OUTPUT_DDL = (
@@ -49,48 +50,35 @@ _METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall"
                 "measured_recall", "queue_drops")
 
 
-def effective_shedding(spec: Spec) -> SheddingSpec:
-    """``[shedding]`` with the budget source of ``[job] budget`` (DESIGN §5: wall in Spark)."""
-    return spec.shedding.with_budget(spec.job.budget)
-
-
 @dataclass(frozen=True)
 class InstanceConfig:
-    """Frozen parameters shared by every instance of one job (picklable to executors)."""
+    """Frozen parameters shared by every instance of one job (pickled to the executors):
+    the resolved engine config, routing, the input's attributes and the job facts an
+    instance needs — the workers never parse the spec."""
 
-    spec_data: Mapping[str, Any]
-    router: Mapping[str, Any]
+    engine: EngineConfig
+    router: RouterConfig
     attributes: tuple[str, ...]
+    #: ``[job] trigger_ms``: the wall budget's lag target is a share of it
+    trigger_ms: int = 1_000
+    #: ``[job] speedup``: stream time per wall time of the input (the wall budget)
+    speedup: float = 1.0
 
     @classmethod
     def from_spec(cls, spec: Spec, attributes: Iterable[str]) -> InstanceConfig:
-        """From the job spec; ``attributes`` are the input record's non-envelope fields."""
+        """From the job spec (``[job] budget`` applies, DESIGN §5); ``attributes`` are the
+        input record's non-envelope fields."""
         return cls(
-            spec_data=spec.model_dump(mode="json"),
-            router=RouterConfig.from_spec(spec).snapshot(),
+            engine=resolve_engine(spec, budget=spec.job.budget),
+            router=RouterConfig.from_spec(spec),
             attributes=tuple(attributes),
+            trigger_ms=spec.job.trigger_ms,
+            speedup=spec.job.speedup,
         )
 
-    def snapshot(self) -> dict[str, Any]:
-        """Plain-dict form."""
-        return {"spec": dict(self.spec_data), "router": dict(self.router),
-                "attributes": list(self.attributes)}
-
-    @classmethod
-    def from_snapshot(cls, snap: Mapping[str, Any]) -> InstanceConfig:
-        """Inverse of :meth:`snapshot`."""
-        return cls(snap["spec"], snap["router"], tuple(snap["attributes"]))
-
-    def spec(self) -> Spec:
-        """The validated spec."""
-        return parse_spec(dict(self.spec_data))
-
-    def engine_config(self) -> EngineConfig:
-        """The engine's config, with the ``[job] budget`` applied to ``[shedding]``."""
-        spec = self.spec()
-        base = EngineConfig.from_spec(spec)
-        return EngineConfig(base.streams, base.windows, base.predicate, base.disorder,
-                            effective_shedding(spec))
+    def env(self, wall_clock: Callable[[], float]) -> PluginEnv:
+        """The plug-ins' environment: the instance's wall clock and the job's speed-up."""
+        return PluginEnv(clock=wall_clock, speedup=self.speedup)
 
 
 class JoinInstance:
@@ -101,29 +89,16 @@ class JoinInstance:
                  meta: dict[str, Any] | None = None) -> None:
         self.config = config
         self.route_key = route_key
-        self.spec = config.spec()
-        self.engine_config = config.engine_config()
-        self.router = Router(RouterConfig.from_snapshot(config.router))
+        self.router = Router(config.router)
         self._wall = wall_clock
         self.engine = engine if engine is not None else Engine(
-            self.engine_config, shedder=self._new_shedder(None))
+            config.engine, config.env(wall_clock))
         self.meta: dict[str, Any] = meta if meta is not None else {
             "last_time": None, "last_inputs": 0, "last_results": 0, "emitted": 0,
             "flushes": 0,
         }
 
     # ------------------------------------------------------------------ state
-    def _new_shedder(self, snap: dict[str, Any] | None) -> Any:
-        """The shedder with the wall clock and speed-up injected (GrubJoin, DESIGN §5)."""
-        cfg = self.engine_config
-        cls = cast(Any, shedder_class(cfg.shedding.mode))
-        if cfg.shedding.mode == "off":
-            return cls.create(cfg) if snap is None else cls.from_snapshot(cfg, snap)
-        speedup = self.spec.job.speedup
-        if snap is None:
-            return cls.create(cfg, clock=self._wall, speedup=speedup)
-        return cls.from_snapshot(cfg, snap, clock=self._wall, speedup=speedup)
-
     def dump(self) -> bytes:
         """Pickled engine snapshot + counters (what the Spark state store keeps)."""
         return pickle.dumps({"engine": self.engine.snapshot(), "meta": self.meta},
@@ -141,11 +116,8 @@ class JoinInstance:
             raise OperatorStateError(
                 f"instance {route_key}: unreadable state blob of {len(blob)} bytes: {exc!r}"
             ) from exc
-        inst = cls(config, route_key, wall_clock, engine=None, meta=meta)
-        engine = Engine.from_snapshot(inst.engine_config, snap)
-        engine.shedder = inst._new_shedder(snap["shedder"])
-        inst.engine = engine
-        return inst
+        engine = Engine.from_snapshot(config.engine, snap, config.env(wall_clock))
+        return cls(config, route_key, wall_clock, engine=engine, meta=meta)
 
     # ------------------------------------------------------------------ input
     def events(self, frame: pd.DataFrame) -> list[Event]:
@@ -155,7 +127,7 @@ class JoinInstance:
             return []
         rows = rows.sort_values(["arrival_time", "stream_idx", "seq"], kind="stable")
         # only what the predicate reads (the engine never looks at other attributes)
-        needed = set(self.engine_config.predicate.attributes)
+        needed = set(self.config.engine.predicate.attributes)
         attrs = {name: rows[name].tolist() for name in self.config.attributes
                  if name in needed}
         for name, values in attrs.items():
@@ -200,7 +172,7 @@ class JoinInstance:
         if stamps.empty:
             return None
         age_ms = end_s * 1000.0 - float(stamps.max())
-        target_ms = LAG_TARGET_SHARE * self.spec.job.trigger_ms
+        target_ms = LAG_TARGET_SHARE * self.config.trigger_ms
         return max(0.0, age_ms) / target_ms if target_ms > 0 else None
 
     def flush(self) -> list[pd.DataFrame]:
@@ -273,7 +245,7 @@ class JoinInstance:
                 "z": float(row.get("z", 1.0)),
                 "harvest_fractions": json.dumps(flat),
                 "k_ms": int(row.get("k_ms", self.engine.slack.current_k())),
-                "recall_target": float(self.spec.disorder.recall),
+                "recall_target": float(self.config.engine.disorder.recall),
                 "instant_recall_target": _opt_float(row.get("instant_recall_target")),
                 "estimated_recall": _opt_float(row.get("estimated_recall")),
                 "measured_recall": _opt_float(row.get("measured_recall")),

@@ -42,24 +42,14 @@ CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
 
 @dataclass(frozen=True)
 class ProcessorConfig:
-    """Frozen processor settings (pickled to the Python workers with the processor)."""
+    """Frozen processor settings (pickled to the Python workers with the processor; the
+    instance config carries the resolved engine config, not the spec)."""
 
     instance: InstanceConfig
     idle_flush_ms: int = 3_000
     chunk_bytes: int = 1 << 20
     #: names this run for the worker-side instance cache (new per job start)
     run_token: str = ""
-
-    def snapshot(self) -> dict[str, Any]:
-        """Plain-dict form."""
-        return {"instance": self.instance.snapshot(), "idle_flush_ms": self.idle_flush_ms,
-                "chunk_bytes": self.chunk_bytes, "run_token": self.run_token}
-
-    @classmethod
-    def from_snapshot(cls, snap: dict[str, Any]) -> ProcessorConfig:
-        """Inverse of :meth:`snapshot`."""
-        return cls(InstanceConfig.from_snapshot(snap["instance"]), int(snap["idle_flush_ms"]),
-                   int(snap["chunk_bytes"]), str(snap.get("run_token", "")))
 
 
 VERSION_SCHEMA = StructType([StructField("version", LongType(), False)])

@@ -110,20 +110,9 @@ class SheddingSpec(BaseModel):
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = Field(default=0.0, ge=0.0)
     utilization: float = Field(default=0.8, gt=0.0, le=1.0)
-
-    def with_budget(self, budget: Literal["virtual", "wall"] | None = None) -> SheddingSpec:
-        """This section with the budget source that applies (``budget`` overrides it, e.g.
-        ``[job] budget`` inside Spark); a virtual budget with shedding needs ``capacity``.
-
-        The check lives here, not in a validator, because one spec file serves both
-        ``harvest join`` (``[shedding] budget``) and ``harvest submit`` (``[job] budget``).
-        """
-        chosen = self.budget if budget is None else budget
-        if self.mode != "off" and chosen == "virtual" and self.capacity is None:
-            raise ConfigError(
-                "shedding.capacity: required when mode is not 'off' and the budget is 'virtual'"
-            )
-        return self if chosen == self.budget else self.model_copy(update={"budget": chosen})
+    # A virtual budget with shedding needs ``capacity``: checked when the engine config is
+    # resolved (pipeline.runtime.resolve), not here, because one spec file serves both
+    # ``harvest join`` ([shedding] budget) and ``harvest submit`` ([job] budget).
 
 
 class JobSpec(BaseModel):

@@ -1,7 +1,8 @@
 """Producers → Kafka → Spark join job → Kafka, compared with the oracle (DESIGN §8).
 
 a. exactness: shedding off and K ≥ max delay ⇒ the results, deduplicated by id, are the
-   oracle's exactly (band join with ATR G = 1 and G = 4, equi join with hash G = 4);
+   oracle's exactly (band join with ATR G = 1 and G = 4, equi join with hash G = 4, band
+   join with ``[join] index = true`` and ATR G = 2);
 b. crash recovery: SIGKILL the `harvest submit` process group mid-stream, restart from
    the checkpoint, and the deduplicated results still equal the oracle;
 c. malformed input interleaved into an input topic lands in the dead-letter topic with
@@ -66,6 +67,9 @@ CASES = [
     pytest.param("sensors", BAND, {"routing": "atr", "groups": 4, "segment_ms": 2000},
                  id="band-atr-G4"),
     pytest.param("equi", EQUI, {"routing": "hash", "groups": 4}, id="equi-hash-G4"),
+    # [join] index reaches the Spark workers (resolved engine config, not the spec)
+    pytest.param("sensors", {**BAND, "index": True},
+                 {"routing": "atr", "groups": 2, "segment_ms": 2000}, id="band-index-atr-G2"),
 ]
 
 

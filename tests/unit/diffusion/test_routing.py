@@ -278,9 +278,9 @@ def test_engine_per_route_key_equals_oracle(
 ) -> None:
     """The real operator Engine (K ≥ max delay, shedding off) run once per route key on
     the routed events; owned results, unioned, are exactly the oracle's."""
-    from pipeline.operators.config import EngineConfig
     from pipeline.operators.engine import Engine
     from pipeline.quality.oracle import brute_force_oracle
+    from pipeline.runtime.resolve import resolve_engine
     from pipeline.testing.streams import make_dump, make_spec, to_events
 
     rng = np.random.default_rng(seed)
@@ -309,7 +309,7 @@ def test_engine_per_route_key_equals_oracle(
     )
     got: Counter[str] = Counter()
     for g in range(groups):
-        engine = Engine(EngineConfig.from_spec(spec))
+        engine = Engine(resolve_engine(spec))
         mine = [events[r] for r in rows[keys == g].tolist()]  # arrival order is kept
         for res in engine.process_many(mine) + engine.flush():
             master_member = res.members[router.config.master]

@@ -15,6 +15,7 @@ from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.quality.oracle import brute_force_oracle
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import parse_spec
 from pipeline.testing.streams import make_dump, make_spec, to_events
 
@@ -34,8 +35,8 @@ def run_engine(config: EngineConfig, events: list[Any]) -> list[str]:
 
 def _config(spec: Any, predicate: str) -> EngineConfig:
     if predicate == "custom":
-        return EngineConfig.from_spec(spec, custom=_custom, columns=("value", "x"))
-    return EngineConfig.from_spec(spec)
+        return resolve_engine(spec, custom=_custom, columns=("value", "x"))
+    return resolve_engine(spec)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -88,7 +89,7 @@ def test_indexed_engine_equals_oracle(
                      shedding={"basic_window_ms": b})
     spec = base.model_copy(update={"join": base.join.model_copy(update={"index": True})})
     dump = make_dump(seed, m, {2: 40, 3: 25, 4: 14}[m], max_gap=30, max_delay=max_delay)
-    config = EngineConfig.from_spec(spec)
+    config = resolve_engine(spec)
     assert config.join_config().index
     got = run_engine(config, to_events(dump, spec))
     assert sorted(got) == sorted(r.id for r in brute_force_oracle(spec.join, dump))
@@ -103,7 +104,7 @@ def test_k_zero_precision_is_one(seed: int, m: int, max_delay: int) -> None:
     )
     dump = make_dump(seed, m, 30, max_delay=max_delay, late_share=0.5)
     truth = {r.id for r in brute_force_oracle(spec.join, dump)}
-    got = run_engine(EngineConfig.from_spec(spec), to_events(dump, spec))
+    got = run_engine(resolve_engine(spec), to_events(dump, spec))
     assert set(got) <= truth
     assert len(got) == len(set(got))
 
@@ -141,7 +142,7 @@ def test_recall_under_disorder(mode: str, slack_ms: int, lost: int) -> None:
     )
     dump = _late_dump()
     truth = {r.id for r in brute_force_oracle(spec.join, dump)}
-    got = set(run_engine(EngineConfig.from_spec(spec), to_events(dump, spec)))
+    got = set(run_engine(resolve_engine(spec), to_events(dump, spec)))
     assert got <= truth
     # s1@50 (seq 5) matches s2 at 30..70: 5 true results contain it
     assert len(truth) - len(got) == lost
@@ -171,7 +172,7 @@ def test_snapshot_mid_stream_changes_nothing(
         shedding={"basic_window_ms": 30},
     )
     events = to_events(make_dump(seed, m, 25, max_delay=150), spec)
-    config = EngineConfig.from_spec(spec)
+    config = resolve_engine(spec)
     ref = Engine(config)
     expected = [r.id for r in ref.process_many(events) + ref.flush()]
     expected_metrics = ref.drain_metrics()
@@ -190,7 +191,7 @@ def test_snapshot_mid_stream_changes_nothing(
 
 def test_empty_flush_and_empty_snapshot() -> None:
     spec = make_spec(3, "band", [100] * 3)
-    config = EngineConfig.from_spec(spec)
+    config = resolve_engine(spec)
     eng = Engine(config)
     assert eng.flush() == []
     assert eng.advance_to(10_000) == []
@@ -200,7 +201,7 @@ def test_empty_flush_and_empty_snapshot() -> None:
 
 
 def test_bad_snapshot_is_an_operator_state_error() -> None:
-    config = EngineConfig.from_spec(make_spec(2, "equi", [10, 10]))
+    config = resolve_engine(make_spec(2, "equi", [10, 10]))
     with pytest.raises(OperatorStateError, match="snapshot"):
         Engine.from_snapshot(config, {"clock": 0})
 
@@ -218,7 +219,7 @@ def test_unavailable_mode_is_a_config_error() -> None:
         }
     )
     try:
-        Engine(EngineConfig.from_spec(spec))
+        Engine(resolve_engine(spec))
     except ConfigError as exc:
         assert "shedding.mode" in str(exc)
 
@@ -228,7 +229,7 @@ def test_max_policy_metrics_rows_at_interval_boundaries() -> None:
         2, "equi", [100, 100], disorder={"mode": "max", "interval_ms": 100, "period_ms": 1000}
     )
     dump = make_dump(3, 2, 30, max_delay=80)
-    eng = Engine(EngineConfig.from_spec(spec))
+    eng = Engine(resolve_engine(spec))
     eng.process_many(to_events(dump, spec))
     rows = eng.drain_metrics()
     last_arrival = max(r["arrival_time"] for r in dump)

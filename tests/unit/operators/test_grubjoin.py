@@ -15,8 +15,10 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
 from pipeline.operators.grubjoin import GrubJoinShedder
+from pipeline.operators.hooks import PluginEnv
 from pipeline.operators.randomdrop import RandomDropShedder
 from pipeline.quality.oracle import brute_force_oracle
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec, parse_spec
 
 DURATION_S = 30.0
@@ -45,7 +47,7 @@ def events(config: EngineConfig) -> list[Event]:
 
 @cache
 def full_cost_per_s() -> float:
-    cfg = EngineConfig.from_spec(make_spec({"mode": "off"}))
+    cfg = resolve_engine(make_spec({"mode": "off"}))
     eng = Engine(cfg)
     eng.process_many(events(cfg))
     eng.flush()
@@ -58,7 +60,7 @@ def shed_spec(mode: str, share: float = 0.3, **extra: Any) -> Spec:
 
 
 def run(spec: Spec) -> tuple[list[str], Engine]:
-    cfg = EngineConfig.from_spec(spec)
+    cfg = resolve_engine(spec)
     eng = Engine(cfg)
     out = eng.process_many(events(cfg)) + eng.flush()
     return [r.id for r in out], eng
@@ -101,7 +103,7 @@ def test_same_input_and_seed_give_the_same_output() -> None:
 @pytest.mark.parametrize("mode", ["grubjoin", "randomdrop"])
 def test_snapshot_restore_mid_stream_changes_nothing(mode: str) -> None:
     spec = shed_spec(mode)
-    cfg = EngineConfig.from_spec(spec)
+    cfg = resolve_engine(spec)
     evs = events(cfg)
     want, _ = run(spec)
     eng = Engine(cfg)
@@ -131,7 +133,7 @@ def steady_run(m: int, seed: int, shedding: dict[str, Any]) -> tuple[list[str], 
         "disorder": {"mode": "none"},
         "shedding": {"basic_window_ms": 1000, "adapt_interval_ms": 2000, **shedding},
     })
-    cfg = EngineConfig.from_spec(spec)
+    cfg = resolve_engine(spec)
     idx = {n: i for i, n in enumerate(cfg.streams)}
     eng = Engine(cfg)
     out = eng.process_many([event_from_dump(r, idx) for r in steady_workload(m, seed)])
@@ -191,19 +193,18 @@ def test_learning_beats_flat_scores_on_correlated_streams() -> None:
 
 
 def test_bad_snapshot_is_an_operator_state_error() -> None:
-    cfg = EngineConfig.from_spec(shed_spec("grubjoin"))
+    cfg = resolve_engine(shed_spec("grubjoin"))
     with pytest.raises(OperatorStateError):
-        GrubJoinShedder.from_snapshot(cfg, {"mode": "randomdrop"})
+        GrubJoinShedder.from_snapshot(cfg, {"mode": "randomdrop"}, PluginEnv())
     with pytest.raises(OperatorStateError):
-        RandomDropShedder.from_snapshot(cfg, {"mode": "randomdrop"})
+        RandomDropShedder.from_snapshot(cfg, {"mode": "randomdrop"}, PluginEnv())
 
 
 def test_wall_budget_uses_the_injected_clock() -> None:
     spec = make_spec({"mode": "grubjoin", "budget": "wall", "utilization": 0.5})
-    cfg = EngineConfig.from_spec(spec)
+    cfg = resolve_engine(spec)
     ticks = iter(np.arange(0.0, 1e6, 0.01))  # every timed step "takes" 10 ms
-    shedder = GrubJoinShedder.create(cfg, clock=lambda: float(next(ticks)), speedup=1.0)
-    eng = Engine(cfg, shedder=shedder)
+    eng = Engine(cfg, PluginEnv(clock=lambda: float(next(ticks)), speedup=1.0))
     eng.process_many(events(cfg)[:1000])
     rows = [r for r in eng.drain_metrics() if r["source"] == "shedding"]
     # 90 tuples/s × 10 ms = 0.9 s of "work" per second of stream time vs 0.5 available

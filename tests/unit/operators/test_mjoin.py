@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.hooks import ProbePlan
 from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
 from pipeline.operators.predicates import build_predicate
 from pipeline.quality.oracle import brute_force_oracle
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_spec, to_events
 
 # Fig. 1: 2-way equi-join, W1 = W2 = 2; capitals = S1, lower case = S2; x^ts.
@@ -75,7 +75,7 @@ def test_fig1(case: str, expected: set[tuple[str, ...]]) -> None:
     if case == "oracle":
         got = _names(brute_force_oracle(spec.join, dump), dump)
     elif case == "join only":
-        config = EngineConfig.from_spec(spec)
+        config = resolve_engine(spec)
         join = MWayJoin(config.join_config())
         outcomes = []
         for ev in to_events(dump, spec):
@@ -92,7 +92,7 @@ def test_fig1(case: str, expected: set[tuple[str, ...]]) -> None:
         ]
         got = set()
     else:
-        eng = Engine(EngineConfig.from_spec(spec))
+        eng = Engine(resolve_engine(spec))
         got = _names(eng.process_many(to_events(dump, spec)) + eng.flush(), dump)
     assert got == expected
 

@@ -10,7 +10,6 @@ import pytest
 
 from connectors.workloads import EquiParams, ExponentialDelay, WorkloadSpec, ZipfDelay, generate
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.config import EngineConfig
 from pipeline.operators.delay_stats import delay_bin
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
@@ -18,6 +17,7 @@ from pipeline.operators.profiler import ProductivityMaps
 from pipeline.operators.quality_policy import QualityConfig, QualityPolicy, merge_maps
 from pipeline.operators.recall_model import ModelConfig, gamma_curve
 from pipeline.quality.oracle import duckdb_oracle
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec, parse_spec
 from pipeline.testing.recall import reference_gamma
 
@@ -37,7 +37,7 @@ def _spec(streams: int, window: int, mode: str, **disorder: Any) -> Spec:
 
 
 def _run(spec: Spec, records: list[dict[str, Any]]) -> tuple[list[Any], list[dict[str, Any]]]:
-    eng = Engine(EngineConfig.from_spec(spec))
+    eng = Engine(resolve_engine(spec))
     index = {s: i for i, s in enumerate(spec.join.streams)}
     out = eng.process_many(event_from_dump(r, index) for r in records)
     out += eng.flush()
@@ -213,7 +213,7 @@ def test_engine_snapshot_mid_stream_changes_nothing() -> None:
     )
     records = generate(gen)
     spec = _spec(2, 2_000, "quality", recall=0.9, period_ms=10_000)
-    cfg = EngineConfig.from_spec(spec)
+    cfg = resolve_engine(spec)
     index = {s: i for i, s in enumerate(spec.join.streams)}
     events = [event_from_dump(r, index) for r in records]
     whole = Engine(cfg)

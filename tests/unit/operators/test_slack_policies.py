@@ -7,10 +7,11 @@ import pickle
 import pytest
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event
+from pipeline.operators.hooks import PluginEnv
 from pipeline.operators.noshed import NoShedder
 from pipeline.operators.registry import shedder_class, slack_policy_class
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_spec
 
 DELAYS = [0, 30, 10, 80, 5]
@@ -25,10 +26,10 @@ DELAYS = [0, 30, 10, 80, 5]
     ],
 )
 def test_k_after_each_arrival(mode: str, slack_ms: int, ks: list[int]) -> None:
-    config = EngineConfig.from_spec(
+    config = resolve_engine(
         make_spec(2, "equi", [10, 10], disorder={"mode": mode, "slack_ms": slack_ms})
     )
-    policy = slack_policy_class(mode).create(config)
+    policy = slack_policy_class(mode).create(config, PluginEnv())
     got = []
     for i, d in enumerate(DELAYS):
         policy.observe_arrival(i % 2, 100, d)
@@ -38,19 +39,20 @@ def test_k_after_each_arrival(mode: str, slack_ms: int, ks: list[int]) -> None:
     row = policy.maybe_adapt(1000)
     assert row == {"time": 1000, "k_ms": ks[-1], "policy": mode, "max_delay_ms": 80}
     again = slack_policy_class(mode).from_snapshot(
-        config, pickle.loads(pickle.dumps(policy.snapshot()))
+        config, pickle.loads(pickle.dumps(policy.snapshot())), PluginEnv()
     )
     assert again.current_k() == policy.current_k()
     other = "max" if mode != "max" else "none"
     with pytest.raises(OperatorStateError, match="mode"):
-        slack_policy_class(other).from_snapshot(config, policy.snapshot())
+        slack_policy_class(other).from_snapshot(config, policy.snapshot(), PluginEnv())
 
 
 def test_off_shedder_admits_everything_and_plans_full_scans() -> None:
-    config = EngineConfig.from_spec(make_spec(2, "equi", [10, 10]))
-    shed = shedder_class("off").create(config)
+    config = resolve_engine(make_spec(2, "equi", [10, 10]))
+    shed = shedder_class("off").create(config, PluginEnv())
     assert isinstance(shed, NoShedder)
     assert shed.admit(Event(0, 1, 2, 3, {}), 3) is True
     assert shed.plan(0) is None
     assert shed.maybe_adapt(5000) is None
-    assert isinstance(shedder_class("off").from_snapshot(config, shed.snapshot()), NoShedder)
+    back = shedder_class("off").from_snapshot(config, shed.snapshot(), PluginEnv())
+    assert isinstance(back, NoShedder)

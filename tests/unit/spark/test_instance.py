@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import pickle
 import time
 from typing import Any
 
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spark.instance import (
     LAG_TARGET_SHARE,
     OUTPUT_COLUMNS,
@@ -27,7 +29,6 @@ from pipeline.spark.instance import (
     InstanceConfig,
     JoinInstance,
     dead_letter_frame,
-    effective_shedding,
 )
 from pipeline.spec.model import Spec, parse_spec
 from pipeline.testing.compare import assert_no_invented, assert_same_results
@@ -126,9 +127,38 @@ def test_job_budget_virtual_needs_a_capacity() -> None:
                      "shedding": {"mode": "grubjoin", "budget": "wall"},
                      "job": {"budget": "virtual"}})
     with pytest.raises(ConfigError, match=r"shedding\.capacity: required"):
-        effective_shedding(sp)
-    assert effective_shedding(sp.model_copy(update={"job": sp.job.model_copy(
-        update={"budget": "wall"})})).budget == "wall"
+        InstanceConfig.from_spec(sp, SENSOR_ATTRS)
+    wall = sp.model_copy(update={"job": sp.job.model_copy(update={"budget": "wall"})})
+    assert InstanceConfig.from_spec(wall, SENSOR_ATTRS).engine.shedding.budget == "wall"
+
+
+def test_instance_config_carries_the_resolved_engine_and_job_facts() -> None:
+    """The workers get the resolved engine config (``[job] budget`` applied) and the
+    few job facts they need, pickled; no spec."""
+    sp = wall_budget_spec(speedup=3.0, trigger_ms=700)
+    cfg = InstanceConfig.from_spec(sp, SENSOR_ATTRS)
+    assert cfg.engine == resolve_engine(sp, budget="wall")
+    assert (cfg.trigger_ms, cfg.speedup, cfg.attributes) == (700, 3.0, SENSOR_ATTRS)
+    assert cfg.router == RouterConfig.from_spec(sp)
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+
+
+@pytest.mark.parametrize("predicate", ["band", "equi"])
+def test_join_index_reaches_the_spark_instance(predicate: str) -> None:
+    """``[join] index = true`` is not lost on the way to the workers: the instance's
+    join runs the per-basic-window indexes, also after a state round trip, and still
+    equals the oracle."""
+    base = sensor_spec(predicate)
+    sp = base.model_copy(update={"join": base.join.model_copy(update={"index": True})})
+    cfg = InstanceConfig.from_spec(sp, SENSOR_ATTRS)
+    assert cfg.engine.index
+    inst = JoinInstance(cfg, 0, time.perf_counter)
+    assert inst.engine.join.config.index
+    back = JoinInstance.load(cfg, 0, inst.dump(), time.perf_counter)
+    assert back.engine.join.config.index
+    rows = sensor_rows(11)
+    got = result_ids(run_batches(sp, 0, rows, [80, 160]))
+    assert_same_results(got, oracle_ids(sp.join, rows))
 
 
 class FakeWall:
@@ -159,7 +189,7 @@ def wall_budget_spec(speedup: float, trigger_ms: int = 1000) -> Spec:
 def test_grubjoin_wall_budget_metrics_survive_state_round_trips() -> None:
     sp = wall_budget_spec(speedup=4.0)
     cfg = InstanceConfig.from_spec(sp, SENSOR_ATTRS)
-    assert cfg.engine_config().shedding.budget == "wall"
+    assert cfg.engine.shedding.budget == "wall"
     clock = FakeWall()
     rows = sensor_rows(9, n=600)
     inst = JoinInstance(cfg, 1, clock)

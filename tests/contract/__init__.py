@@ -1,0 +1,1 @@
+"""Contracts every implementation of a plug-in protocol keeps (pipeline/operators/hooks.py)."""
