@@ -23,12 +23,10 @@ scored against every Γ; ``fixed_k_reference.ideal_k_ms[Γ]`` is the smallest of
 with Φ(.99Γ) ≥ 0.97 — what an oracle that knew the delay distribution in advance could
 achieve with one constant K (the yardstick for the adaptive policy's average K).
 
-Late tuples' productivity: ``late_estimate = "mean"`` (the in-order mean, an unbiased
-estimate when delay and productivity are independent), not Ji et al.'s conservative
-"max": with "max" the estimated N_true(P−L) is 1.5–3 % too high on these workloads, Γ'
-saturates and K degenerates to MaxD^H. The recall guarantee comes instead from the
-policy's one-basic-window model (b = W), its margin on Γ' and its multi-interval
-DPcorr evidence (see :mod:`pipeline.operators.quality_policy`).
+Late tuples' productivity: ``late_estimate = "mean"`` (the in-order mean), not Ji et
+al.'s conservative "max", which overestimates N_true(P−L) (docs/NOTES.md); the recall
+guarantee comes from the policy's conservative model instead
+(:mod:`pipeline.operators.quality_policy`).
 """
 
 from __future__ import annotations

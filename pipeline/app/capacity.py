@@ -1,6 +1,6 @@
 """How fast can the full (unshed) join go here? — a measured estimate for the demo and bench.
 
-The wall budget of GrubJoin inside Spark (DESIGN §5) gives each operator instance
+The wall budget of GrubJoin inside Spark (ARCHITECTURE §5) gives each operator instance
 ``utilization / speedup`` seconds of join time per second of stream time. We time the
 in-process :class:`~pipeline.operators.engine.Engine` (shedding off, the spec's
 quality-driven K policy or else K = the sample's maximum delay) on samples of the

@@ -56,7 +56,7 @@ class PluginEnv:
 
     ``clock``: the wall budget's clock (seconds, monotonic; None = no wall clock, a
     ``wall`` budget then fails with :class:`~pipeline.core.errors.ConfigError`);
-    ``speedup``: stream time per wall time of the input replay (DESIGN §5);
+    ``speedup``: stream time per wall time of the input replay (ARCHITECTURE §5);
     ``timer``: optional clock (seconds) timing each quality-policy step (``adapt_ms``).
     """
 

@@ -10,7 +10,7 @@ Alg. 2 (Ji et al.): an in-order tuple (ts ≥ ⋈T) advances ⋈T, expires the *
 windows (e_j.ts < ts − W_j), probes, and is inserted; a late tuple with
 ts ≥ ⋈T − W_i is only inserted; an older one is discarded. Because every stored tuple
 has ts ≤ ⋈T ≤ ts of the probing tuple, a probe of W_l scans ts ∈ [ts − W_l, ts], which
-makes the window condition hold for every pair of members (DESIGN §4).
+makes the window condition hold for every pair of members (ARCHITECTURE §4).
 """
 
 from __future__ import annotations

@@ -14,35 +14,28 @@ for the quality mode. It wires the four components of Ji et al.'s framework:
   :mod:`~pipeline.operators.recall_model`), Same-K policy (Theorem 1): one K for every
   stream.
 
-Deviations from the paper, and why (measured on ``harvest bench disorder``; positions2 =
-2-way distance join, Zipf delays skew 2 up to 22/26 s, where only ~0.6 % of the tuples
-are delayed by more than 1 s and a *fixed* K of 1.2 s already gives Φ(.99·0.99) = 1):
+Deviations from the paper (docs/NOTES.md has the measurements behind them):
 
 1. **Γ' is clipped to [Γ + margin·(1−Γ), Γ + headroom·(1−Γ)]** (defaults 0.25, 0.5),
-   not to [0, 1]. Eq. 7 is a bang-bang controller: with a surplus Γ' drops far below Γ
-   (K → 0, a whole interval loses ~10 % of its results), with a deficit Γ' = 1 and
-   Alg. 3 returns K = MaxD^H. A larger K only takes effect after the buffers have filled
-   (the join sees nothing for ΔK), so the next intervals bring no new evidence, the
-   deficit persists and K stays at MaxD^H (62–99 % of the intervals in the old runs).
-   The floor keeps a small margin against the model's residual optimism (below); the cap
-   still lets Eq. 7 ask for more when the period falls behind. ``spend_surplus=True``
-   restores the paper's floor of 0.
-2. **b = max W_i (one basic window, n_i = 1)** by default, not b = g. Eq. 3 with b = g
-   weighs every age in the window equally; for time-correlated predicates (positions:
-   partners close in time are close in space) most matches are with the newest tuples,
-   i.e. the least complete basic windows, and the model over-predicted the recall by
-   0.2–0.5 %. n_i = 1 counts only in-order window tuples — the conservative end the paper
-   itself allows ("a larger b gives a more conservative estimate").
+   not to [0, 1]. Eq. 7 alone is bang-bang: after a surplus Γ' falls far below Γ (K → 0),
+   after a deficit Γ' = 1 and Alg. 3 returns K = MaxD^H, where it stays because a larger
+   K brings no new evidence until the buffers have filled. The floor keeps a small
+   margin against the model's residual optimism; the cap still lets Eq. 7 ask for more
+   when the period falls behind. ``spend_surplus=True`` restores the paper's floor of 0.
+2. **b = max W_i (one basic window, n_i = 1)** by default, not b = g. For
+   time-correlated predicates most matches are with the newest, least complete basic
+   windows, which Eq. 3 with b = g over-counts. n_i = 1 counts only in-order window
+   tuples — the conservative end the paper itself allows ("a larger b gives a more
+   conservative estimate").
 3. **DPcorr evidence (M^×, M^⋈) is summed over the last ``evidence_intervals``
-   non-empty intervals** (default 10), not one interval: at our rates (25–60 tuples/s
-   per stream, the paper's real data ~650/s) one interval's Eq. 6 ratio is mostly noise;
-   a ratio > 1 at K ≈ 0 made Alg. 3 alternate between K ≈ 0 and K ≈ 1.6 s.
+   non-empty intervals** (default 10), not one interval: at tens of tuples/s per stream
+   one interval's Eq. 6 ratio is mostly noise.
 4. N^⋈_true per interval by Eq. 1 (profiled selectivity × r_j·W_j) rather than
    Σ_d M^⋈[d] — see :meth:`QualityPolicy._true_results`; the Result-Size Monitor skips
    intervals in which nothing reached the join (⋈T did not move).
 
 Use ``late_estimate="mean"`` with these defaults (the benchmark does): the paper's "max"
-inflates the estimated N_true by 1.5–3 % on our workloads, so Γ' sits at its cap.
+overestimates N_true, so Γ' sits at its cap.
 
 Metrics row per adaptation: ``time``, ``k_ms``, ``recall_target`` (Γ),
 ``instant_recall_target`` (Γ'), ``estimated_recall`` (the model's γ(L, k*) for the

@@ -31,7 +31,7 @@ def resolve_engine(
 ) -> EngineConfig:
     """The engine config of ``spec``.
 
-    ``budget`` overrides ``[shedding] budget`` (inside Spark: ``[job] budget``, DESIGN §5);
+    ``budget`` overrides ``[shedding] budget`` (inside Spark: ``[job] budget``, ARCHITECTURE §5);
     a virtual budget with shedding on needs ``[shedding] capacity`` (:class:`ConfigError`
     naming ``shedding.capacity``). ``custom`` replaces the spec's predicate by a vectorized
     callable over ``columns``. Every other key of ``[disorder]``/``[shedding]`` is carried

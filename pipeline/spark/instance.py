@@ -66,7 +66,7 @@ class InstanceConfig:
 
     @classmethod
     def from_spec(cls, spec: Spec, attributes: Iterable[str]) -> InstanceConfig:
-        """From the job spec (``[job] budget`` applies, DESIGN §5); ``attributes`` are the
+        """From the job spec (``[job] budget`` applies, ARCHITECTURE §5); ``attributes`` are the
         input record's non-envelope fields."""
         return cls(
             engine=resolve_engine(spec, budget=spec.job.budget),
@@ -144,7 +144,7 @@ class JoinInstance:
     def process(self, frame: pd.DataFrame) -> list[pd.DataFrame]:
         """One micro-batch of this key's rows → result and metrics frames.
 
-        With a wall budget (DESIGN §5), the batch's time outside the join and its lag —
+        With a wall budget (ARCHITECTURE §5), the batch's time outside the join and its lag —
         the age of its freshest input record (Kafka timestamp) once its outputs are
         built, over ``LAG_TARGET_SHARE × trigger`` — go to
         :meth:`~pipeline.operators.virtual_cpu.WallBudget.observe_batch` (ours)."""
@@ -213,7 +213,7 @@ class JoinInstance:
         """``drain_metrics`` rows merged per stream time → ``operator_metrics`` fields.
 
         ``rate_in``/``rate_out`` are tuples/results per second of stream time since the
-        previous drain (DESIGN §7); policy-specific numbers go to ``extra``."""
+        previous drain (ARCHITECTURE §7); policy-specific numbers go to ``extra``."""
         merged: dict[int, dict[str, Any]] = {}
         for row in self.engine.drain_metrics():
             merged.setdefault(int(row["time"]), {}).update(row)

@@ -1,4 +1,4 @@
-"""Producers → Kafka → Spark join job → Kafka, compared with the oracle (DESIGN §8).
+"""Producers → Kafka → Spark join job → Kafka, compared with the oracle (ARCHITECTURE §8).
 
 a. exactness: shedding off and K ≥ max delay ⇒ the results, deduplicated by id, are the
    oracle's exactly (band join with ATR G = 1 and G = 4, equi join with hash G = 4, band

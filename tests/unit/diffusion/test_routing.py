@@ -1,4 +1,4 @@
-"""Load-diffusion routing (Gu et al. §2, DESIGN §6) against a brute-force m-way join.
+"""Load-diffusion routing (Gu et al. §2, ARCHITECTURE §6) against a brute-force m-way join.
 
 The distribution is simulated in-process: tuples are routed, each route key runs the
 join over the tuples it received, keeps only the results it owns, and the union over
@@ -35,7 +35,7 @@ def brute_join(
     tuples: Sequence[Tup], windows: Sequence[int], pred: str, eps: float
 ) -> list[tuple[ResultKey, tuple[int, ...]]]:
     """Every combination with one tuple per stream satisfying, for EVERY pair,
-    e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i and the predicate (DESIGN §4)."""
+    e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i and the predicate (ARCHITECTURE §4)."""
     m = len(windows)
     per_stream = [[t for t in tuples if t[0] == i] for i in range(m)]
     out = []

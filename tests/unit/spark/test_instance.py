@@ -3,7 +3,7 @@
 The Spark job hands each route key its rows micro-batch by micro-batch and keeps the
 engine between batches only as pickled state bytes; these tests replay exactly that —
 random batch boundaries, dump/load between batches, ATR/hash routing over G instances —
-and require the oracle's result set, each result exactly once (DESIGN §4, §6).
+and require the oracle's result set, each result exactly once (ARCHITECTURE §4, §6).
 """
 
 from __future__ import annotations
