@@ -1,4 +1,4 @@
-"""Join predicates evaluated vectorized over whole basic windows (DESIGN §4).
+"""Join predicates evaluated vectorized over whole basic windows (ARCHITECTURE §4).
 
 Every predicate compares a *left side* (k partial-result members, or the probing tuple)
 against the rows of one basic window's feature store and returns a k×n boolean matrix —
