@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.core.errors import ConfigError
+from pipeline.spec.inputs import InputSpec, check_inputs
+from pipeline.spec.output import OutputSpec
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -145,9 +147,16 @@ class Spec(BaseModel):
     disorder: DisorderSpec = DisorderSpec()
     shedding: SheddingSpec = SheddingSpec()
     job: JobSpec = JobSpec()
+    #: the user's own topics, one per stream (None: harvest's ``<prefix>.in.*`` topics)
+    inputs: dict[str, InputSpec] | None = None
+    output: OutputSpec = OutputSpec()
 
     @model_validator(mode="after")
     def _check(self) -> Spec:
+        check_inputs(self.join, self.inputs, self.output)
+        if self.inputs is not None and self.job.mode == "passthrough":
+            raise ValueError("job.mode: 'passthrough' re-encodes harvest's own input topics; "
+                             "it does not apply to [inputs]")
         if self.job.routing == "hash" and self.join.predicate != "equi":
             raise ValueError(
                 f"job.routing: 'hash' routing needs an equi-join, got predicate "
@@ -179,6 +188,17 @@ def parse_spec(data: dict[str, object]) -> Spec:
         raise ConfigError(f"invalid spec: {_describe(exc)}") from exc
 
 
+def _anchor_schema_paths(data: dict[str, object], folder: Path) -> None:
+    """``[inputs.*] schema`` paths relative to the spec file's folder → absolute."""
+    inputs = data.get("inputs")
+    if not isinstance(inputs, dict):
+        return
+    for table in inputs.values():
+        schema = table.get("schema") if isinstance(table, dict) else None
+        if isinstance(schema, str) and schema and not Path(schema).is_absolute():
+            table["schema"] = str(folder.absolute() / schema)
+
+
 def load_spec(path: str | Path) -> Spec:
     """Read and validate a TOML spec file.
 
@@ -191,6 +211,7 @@ def load_spec(path: str | Path) -> Spec:
         raise ConfigError(f"spec file not found: {p}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"spec {p}: not valid TOML: {exc}") from exc
+    _anchor_schema_paths(data, p.parent)
     try:
         return parse_spec(data)
     except ConfigError as exc:

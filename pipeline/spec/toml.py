@@ -31,10 +31,21 @@ def _value(key: str, value: Any) -> str:
     raise ConfigError(f"{key}: cannot write {type(value).__name__} value {value!r} to TOML")
 
 
-def table_to_toml(data: Mapping[str, Mapping[str, Any]]) -> str:
-    """``{"join": {...}, ...}`` → TOML text; ``None`` values are left out."""
+#: sections holding one table per name (``[inputs.north]``)
+TABLES_OF_TABLES = frozenset({"inputs"})
+
+
+def table_to_toml(data: Mapping[str, Mapping[str, Any] | None]) -> str:
+    """``{"join": {...}, ...}`` → TOML text; ``None`` values and sections are left out, and
+    ``{"inputs": {"north": {...}}}`` becomes ``[inputs.north]``."""
     lines: list[str] = []
     for section, body in data.items():
+        if body is None:
+            continue
+        if section in TABLES_OF_TABLES:
+            for name, sub in body.items():
+                lines.append(table_to_toml({f"{section}.{name}": sub}))
+            continue
         lines.append(f"[{section}]")
         for key, value in body.items():
             if value is not None:
@@ -57,5 +68,5 @@ def with_overrides(spec: Spec, **sections: Mapping[str, Any]) -> Spec:
     for section, values in sections.items():
         if section not in data:
             raise ConfigError(f"{section}: not a spec section")
-        data[section] = {**data[section], **values}
+        data[section] = {**(data[section] or {}), **values}
     return parse_spec(data)

@@ -1,0 +1,57 @@
+"""``[output]``: where results, metrics and dead letters go, and what a result carries.
+
+Without ``[inputs]`` the topics default to today's ``<prefix>.results``,
+``<prefix>.metrics`` and ``<prefix>.deadletter``; with ``[inputs]`` ``topic`` is required
+and the others default to ``<topic>.metrics`` / ``<topic>.deadletter``. ``payload`` names
+the fields copied from every member into the result (``["*"]``: all of them; ``[]``: ids
+only). New keys (e.g. ``delivery``) are added as further fields of :class:`OutputSpec`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipeline.spec.inputs import TOPIC_PATTERN
+
+ALL_FIELDS = "*"
+
+
+class OutputSpec(BaseModel):
+    """``[output]``: result topic, payload fields, result format, side topics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
+    payload: tuple[str, ...] = ()
+    format: Literal["avro", "json"] = "avro"
+    metrics_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
+    deadletter_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
+
+    @field_validator("payload")
+    @classmethod
+    def _payload(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if ALL_FIELDS in value and len(value) > 1:
+            raise ValueError(f'"*" stands for all fields and must be alone, got {list(value)}')
+        if any(not v for v in value):
+            raise ValueError("field names must be non-empty")
+        dup = sorted({v for v in value if value.count(v) > 1})
+        if dup:
+            raise ValueError(f"duplicate fields {dup}")
+        return value
+
+    @property
+    def all_fields(self) -> bool:
+        """``payload = ["*"]``: every field of each input's schema."""
+        return self.payload == (ALL_FIELDS,)
+
+    def topics(self, prefix: str) -> tuple[str, str, str]:
+        """``(results, metrics, deadletter)`` topic names, defaults filled in from
+        ``topic`` when given, else from the topic ``prefix``."""
+        base = self.topic
+        results = base or f"{prefix}.results"
+        metrics = self.metrics_topic or (f"{base}.metrics" if base else f"{prefix}.metrics")
+        dead = self.deadletter_topic or (
+            f"{base}.deadletter" if base else f"{prefix}.deadletter")
+        return results, metrics, dead
