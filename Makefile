@@ -42,8 +42,8 @@ test: venv jars ## Run the import-layer contract, then the whole test suite (sta
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-unit: venv ## Run only the unit tests (no broker, no Spark)
-	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+test-unit: venv ## Run the unit and contract tests (no broker, no Spark)
+	$(BIN)/python -m pytest tests/unit tests/contract $(PYTEST_ARGS)
 
 lint: venv ## ruff check + the import-layer contract (lint-imports)
 	$(BIN)/ruff check pipeline connectors tests bench
