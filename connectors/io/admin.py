@@ -1,4 +1,4 @@
-"""Kafka admin helpers: wait until a broker answers, create topics idempotently.
+"""Kafka admin helpers: wait until a broker answers, create topics idempotently, grant ACLs.
 
 Used by the broker launcher (`harvest kafka up`), the test fixtures and every producer,
 consumer or Spark helper that needs its topics to exist before it starts.
@@ -8,12 +8,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ClusterMetadata,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
+from connectors.io.security import (
+    ClientErrors,
+    authentication_error,
+    authorization_error,
+    await_metadata,
+    is_authorization_failure,
+)
 from connectors.io.topics import validate_topic
-from pipeline.core.errors import ConfigError, KafkaUnavailableError, TopicError
+from pipeline.core.errors import ConfigError, InfraError, KafkaUnavailableError, TopicError
 from pipeline.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -24,15 +42,17 @@ _QUIET = {"log_level": "0"}
 
 
 def admin_client(
-    bootstrap: str, client_config: Mapping[str, str] | None = None, quiet: bool = False
+    bootstrap: str, client_config: Mapping[str, str] | None = None, quiet: bool = False,
+    errors: ClientErrors | None = None,
 ) -> AdminClient:
     """An AdminClient for ``bootstrap`` plus security settings
-    (``Settings.kafka_client_config()``); ``quiet`` silences librdkafka's own log lines."""
-    conf: dict[str, str | int | float | bool] = {
-        "bootstrap.servers": bootstrap, **(client_config or {})
-    }
+    (``Settings.kafka_client_config()``); ``quiet`` silences librdkafka's own log lines;
+    ``errors`` collects the client's error callbacks (authentication failures)."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, **(client_config or {})}
     if quiet:
         conf.update(_QUIET)
+    if errors is not None:
+        conf["error_cb"] = errors
     return AdminClient(conf)
 
 
@@ -49,12 +69,14 @@ def wait_for_broker(
 
     Probes with ``AdminClient.list_topics`` every ~0.5 s. ``on_wait(elapsed_s)`` is called
     after each failed probe (for progress output). Raises :class:`KafkaUnavailableError`
-    naming the address and the last error after ``timeout`` seconds.
+    naming the address and the last error after ``timeout`` seconds, and
+    :class:`KafkaAuthenticationError` as soon as the broker rejects the credentials.
     """
     if timeout <= 0:
         raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
     start = clock()
-    admin = admin_client(bootstrap, client_config, quiet=True)
+    errors = ClientErrors()
+    admin = admin_client(bootstrap, client_config, quiet=True, errors=errors)
     last_error = "no answer"
     while True:
         remaining = timeout - (clock() - start)
@@ -71,18 +93,22 @@ def wait_for_broker(
             if metadata.brokers:
                 return len(metadata.brokers)
             last_error = "metadata without brokers"
+        admin.poll(0)
+        if errors.auth is not None:
+            raise authentication_error(bootstrap, client_config or {}, errors.auth.str())
         if on_wait is not None:
             on_wait(clock() - start)
         time.sleep(min(0.5, max(0.0, timeout - (clock() - start))))
 
 
-def _metadata(admin: AdminClient, bootstrap: str, timeout: float) -> ClusterMetadata:
-    try:
-        return admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaUnavailableError(
-            f"Kafka at {bootstrap} did not answer a metadata request within {timeout:g} s: {exc}"
-        ) from exc
+def _metadata(admin: AdminClient, bootstrap: str, timeout: float,
+              client_config: Mapping[str, str] | None = None,
+              errors: ClientErrors | None = None) -> ClusterMetadata:
+    """Cluster metadata; authentication failures and ACL denials are told apart from an
+    unreachable broker (:func:`connectors.io.security.await_metadata`)."""
+    metadata: ClusterMetadata = await_metadata(admin, bootstrap, client_config or {}, errors,
+                                               timeout)
+    return metadata
 
 
 def _error_code(exc: KafkaException) -> int | None:
@@ -124,8 +150,9 @@ def ensure_topics(
     if not wanted:
         return []
     start = clock()
-    admin = admin_client(bootstrap, client_config)
-    metadata = _metadata(admin, bootstrap, timeout)
+    errors = ClientErrors()
+    admin = admin_client(bootstrap, client_config, errors=errors)
+    metadata = _metadata(admin, bootstrap, timeout, client_config, errors)
     for name in wanted:
         existing = metadata.topics.get(name)
         if existing is not None and existing.partitions and len(existing.partitions) != partitions:
@@ -151,6 +178,10 @@ def ensure_topics(
             except KafkaException as exc:
                 if _error_code(exc) == KafkaError.TOPIC_ALREADY_EXISTS:
                     continue
+                denied = is_authorization_failure(exc)
+                if denied is not None:
+                    raise authorization_error(client_config or {}, denied.str(),
+                                              f"create topic {name!r}") from exc
                 raise TopicError(f"cannot create topic {name!r} on {bootstrap}: {exc}") from exc
             created.append(name)
         log.info("topics created", topics=created, partitions=partitions, bootstrap=bootstrap)
@@ -164,7 +195,7 @@ def ensure_topics(
                 f"topics {pending} on {bootstrap} have no leader after {timeout:g} s"
             )
         time.sleep(0.1)
-        metadata = _metadata(admin, bootstrap, timeout)
+        metadata = _metadata(admin, bootstrap, timeout, client_config, errors)
 
 
 def delete_topics(
@@ -179,7 +210,8 @@ def delete_topics(
     if not wanted:
         return []
     admin = admin_client(bootstrap, client_config)
-    present = [n for n in wanted if n in _metadata(admin, bootstrap, timeout).topics]
+    present = [n for n in wanted
+               if n in _metadata(admin, bootstrap, timeout, client_config).topics]
     if not present:
         return []
     deleted: list[str] = []
@@ -200,4 +232,51 @@ def list_topic_names(
     bootstrap: str, client_config: Mapping[str, str] | None = None, timeout: float = 10.0
 ) -> set[str]:
     """Names of all topics on the cluster (internal ones like ``__consumer_offsets`` too)."""
-    return set(_metadata(admin_client(bootstrap, client_config), bootstrap, timeout).topics)
+    return set(_metadata(admin_client(bootstrap, client_config), bootstrap, timeout,
+                         client_config).topics)
+
+
+@dataclass(frozen=True)
+class Acl:
+    """One ALLOW ACL: ``principal`` (``User:name``) may ``operation`` on the resource.
+
+    ``resource`` is ``topic``, ``group`` or ``cluster``; ``name`` ``*`` with the literal
+    pattern means every resource of that type (``kafka-cluster`` for the cluster).
+    """
+
+    principal: str
+    resource: str
+    operation: str
+    name: str = "*"
+
+    def binding(self) -> AclBinding:
+        """The confluent-kafka binding (host ``*``, literal pattern, ALLOW)."""
+        kinds = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+                 "cluster": ResourceType.BROKER}
+        if self.resource not in kinds:
+            raise ConfigError(f"acl resource: expected topic|group|cluster, got "
+                              f"{self.resource!r}")
+        try:
+            operation = AclOperation[self.operation.upper()]
+        except KeyError:
+            raise ConfigError(f"acl operation: unknown {self.operation!r}") from None
+        name = "kafka-cluster" if self.resource == "cluster" else self.name
+        return AclBinding(kinds[self.resource], name, ResourcePatternType.LITERAL,
+                          self.principal, "*", operation, AclPermissionType.ALLOW)
+
+
+def create_acls(bootstrap: str, acls: Iterable[Acl], *,
+                client_config: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> int:
+    """Create the ACLs (idempotent: an existing binding is left as it is); returns how
+    many were requested. Raises :class:`InfraError` naming the ACL that failed."""
+    bindings = [a.binding() for a in acls]
+    if not bindings:
+        return 0
+    admin = admin_client(bootstrap, client_config)
+    for binding, future in admin.create_acls(bindings, request_timeout=timeout).items():
+        try:
+            future.result()
+        except KafkaException as exc:
+            raise InfraError(f"cannot create ACL {binding} on {bootstrap}: {exc}") from exc
+    return len(bindings)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.io.security import AUTHZ_CODES, ClientErrors, authorization_error, await_metadata
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import validate_topic
 from pipeline.core.errors import ConfigError, KafkaUnavailableError, SerializationError
@@ -54,7 +55,7 @@ class ConsumerConfig:
         """Bootstrap + security settings from :class:`Settings`; other fields overridable."""
         return cls(
             bootstrap=settings.resolved_bootstrap(),
-            client_config=dict(settings.kafka_client_config()),
+            client_config=settings.kafka_client_config(),
             **overrides,
         )
 
@@ -107,24 +108,22 @@ class Undecodable:
 
 
 def _wait_for_partitions(
-    consumer: Any, topics: Sequence[str], config: ConsumerConfig, clock: Callable[[], float]
+    consumer: Any, topics: Sequence[str], config: ConsumerConfig, clock: Callable[[], float],
+    errors: ClientErrors | None = None,
 ) -> dict[str, list[int]]:
-    """Partitions of each topic; waits up to ``idle_timeout_s`` for topics to appear."""
-    from confluent_kafka import KafkaException
-
+    """Partitions of each topic; waits up to ``idle_timeout_s`` for topics to appear.
+    A topic the ACLs hide (``TOPIC_AUTHORIZATION_FAILED``) raises
+    :class:`KafkaAuthorizationError`."""
     deadline = clock() + config.idle_timeout_s
     found: dict[str, list[int]] = {}
     while True:
-        try:
-            meta = consumer.list_topics(timeout=config.connect_timeout_s)
-        except KafkaException as exc:
-            raise KafkaUnavailableError(
-                f"no Kafka broker answered at {config.bootstrap} within "
-                f"{config.connect_timeout_s} s ({exc}); start one with `harvest kafka up` "
-                "or set HARVEST_BOOTSTRAP_SERVERS"
-            ) from exc
+        meta = await_metadata(consumer, config.bootstrap, config.client_config, errors,
+                              config.connect_timeout_s)
         for topic in topics:
             info = meta.topics.get(topic)
+            if info is not None and info.error is not None and info.error.code() in AUTHZ_CODES:
+                raise authorization_error(config.client_config, info.error.str(),
+                                          f"describe topic {topic!r}")
             if info is not None and info.error is None and info.partitions:
                 found[topic] = sorted(info.partitions)
         missing = [t for t in topics if t not in found]
@@ -156,9 +155,10 @@ def consume(
     )
 
     names = [validate_topic(t) for t in topics]
-    consumer = Consumer(config.librdkafka())
+    errors = ClientErrors()
+    consumer = Consumer({**config.librdkafka(), "error_cb": errors})
     try:
-        partitions = _wait_for_partitions(consumer, names, config, clock)
+        partitions = _wait_for_partitions(consumer, names, config, clock, errors)
         if config.group_id is not None:  # resume at the group's committed offsets
             start = OFFSET_STORED
         else:
@@ -179,6 +179,9 @@ def consume(
                     if err.code() == KafkaError._PARTITION_EOF:
                         pending_eof.discard((msg.topic(), msg.partition()))
                         continue
+                    if err.code() in AUTHZ_CODES:
+                        raise authorization_error(config.client_config, err.str(),
+                                                  f"read {msg.topic()!r}")
                     if err.fatal():
                         raise KafkaUnavailableError(f"fatal consumer error: {err}")
                     log.warning("consumer error", error=str(err))
@@ -192,6 +195,7 @@ def consume(
                 last_record = clock()
                 if config.max_records is not None and count >= config.max_records:
                     return
+            errors.raise_if_denied(config.bootstrap, config.client_config)
             if config.until_end and not pending_eof:
                 return
             if clock() - last_record >= config.idle_timeout_s:  # errors/EOFs do not count

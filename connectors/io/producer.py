@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,12 +41,18 @@ from itertools import islice
 from typing import Any
 
 from connectors.io.admin import ensure_topics
+from connectors.io.security import (
+    AUTHZ_CODES,
+    ClientErrors,
+    authorization_error,
+    await_metadata,
+    is_authorization_failure,
+)
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import validate_topic
 from pipeline.core.errors import (
     ConfigError,
     DeliveryError,
-    KafkaUnavailableError,
     SerializationError,
 )
 from pipeline.core.logging import get_logger
@@ -90,7 +97,7 @@ class ProducerConfig:
         """Bootstrap + security settings from :class:`Settings`; other fields overridable."""
         return cls(
             bootstrap=settings.resolved_bootstrap(),
-            client_config=dict(settings.kafka_client_config()),
+            client_config=settings.kafka_client_config(),
             **overrides,
         )
 
@@ -178,31 +185,40 @@ _MAX_ERRORS_KEPT = 20
 
 
 class _Session:
-    """One producer client: reachability check, topic creation, produce, final flush."""
+    """One producer client: reachability check, topic creation, produce, final flush.
+
+    No broker within ``connect_timeout_s`` raises :class:`KafkaUnavailableError`, rejected
+    credentials :class:`KafkaAuthenticationError` (as soon as the broker says so), and an
+    ACL that denies writing :class:`KafkaAuthorizationError` — at once when it made the
+    producer fail (no producer id for an idempotent producer), else from
+    :meth:`raise_if_denied` after :meth:`close` (which never raises, so it cannot mask an
+    error in flight).
+    """
 
     def __init__(self, config: ProducerConfig, clock: Callable[[], float]) -> None:
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import KafkaError, KafkaException, Producer
 
         self._config = config
         self._kafka_exception = KafkaException
+        self._fatal_code = KafkaError._FATAL
         self._clock = clock
         self.report = ProduceReport()
         self._known_topics: set[str] = set()
-        self._producer = Producer({**config.librdkafka(), "on_delivery": self._on_delivery})
-        try:
-            self._producer.list_topics(timeout=config.connect_timeout_s)
-        except KafkaException as exc:
-            raise KafkaUnavailableError(
-                f"no Kafka broker answered at {config.bootstrap} within "
-                f"{config.connect_timeout_s} s ({exc}); start one with `harvest kafka up` "
-                "or set HARVEST_BOOTSTRAP_SERVERS"
-            ) from exc
+        self._errors = ClientErrors()
+        self._denied: str | None = None
+        self._fatal: Exception | None = None
+        self._producer = Producer({**config.librdkafka(), "on_delivery": self._on_delivery,
+                                   "error_cb": self._errors})
+        await_metadata(self._producer, config.bootstrap, config.client_config, self._errors,
+                       config.connect_timeout_s)
         self._started = clock()
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         """Delivery report; with ``delivery.report.only.error`` only failures arrive."""
         if err is None:
             return
+        if err.code() in AUTHZ_CODES and self._denied is None:
+            self._denied = err.str()
         self.report.failed += 1
         if len(self.report.errors) < _MAX_ERRORS_KEPT:
             self.report.errors.append(f"{msg.topic()}: {err}")
@@ -241,15 +257,19 @@ class _Session:
                     produce(topic, value, key)
                     break
                 except BufferError:
-                    producer.poll(0.05)
+                    self._poll(0.05)
                 except self._kafka_exception as exc:
+                    error = exc.args[0] if exc.args else None
+                    if self._fatal is not None or (error is not None and (
+                            error.fatal() or error.code() == self._fatal_code)):
+                        self._raise_fatal(exc)
                     self._on_refused(topic, exc)
                     break
         report = self.report
         report.sent += len(values)
         for name, count in Counter(topics).items():
             report.topics[name] += count
-        producer.poll(0)
+        self._poll(0)
 
     def _on_refused(self, topic: str, exc: Exception) -> None:
         self.report.failed += 1
@@ -258,11 +278,58 @@ class _Session:
 
     def poll(self) -> None:
         """Serve delivery reports without blocking."""
-        self._producer.poll(0)
+        self._poll(0)
+
+    def _poll(self, timeout: float) -> None:
+        try:
+            self._producer.poll(timeout)
+        except self._kafka_exception as exc:  # a fatal error surfaces from poll()
+            self._raise_fatal(exc)
+
+    def _raise_fatal(self, exc: Exception) -> None:
+        """The producer cannot go on: the ACL denial behind it, else a DeliveryError."""
+        self._fatal = self._fatal or exc
+        try:  # the fatal error's own code (e.g. CLUSTER_AUTHORIZATION_FAILED) comes from poll
+            self._producer.poll(0)
+        except self._kafka_exception as cause:
+            if is_authorization_failure(cause) is not None:
+                self._fatal = cause
+        self.raise_if_denied()
+        raise DeliveryError(f"the Kafka producer failed: {self._fatal}") from exc
+
+    def _denial(self) -> str | None:
+        """Why the ACLs refused this producer, if they did."""
+        if self._denied is not None:
+            return self._denied
+        denied = is_authorization_failure(self._fatal) if self._fatal is not None else None
+        if denied is not None:
+            return str(denied.str())
+        if self._errors.authz is not None:
+            return str(self._errors.authz.str())
+        for error in self._errors.errors:  # a fatal error event carries the broker's reason
+            if "authorization failed" in error.str().lower():
+                return str(error.str())
+        return None
+
+    def raise_if_denied(self) -> None:
+        """Raise :class:`KafkaAuthorizationError` if the ACLs refused this producer."""
+        reason = self._denial()
+        if reason is not None:
+            topics = ", ".join(sorted(self._known_topics)) or "its topics"
+            raise authorization_error(self._config.client_config, reason,
+                                      f"write to {topics}")
 
     def close(self) -> ProduceReport:
-        """Flush (bounded by ``flush_timeout_s``) and fill in delivered/failed/seconds."""
-        remaining = self._producer.flush(self._config.flush_timeout_s)
+        """Flush (bounded by ``flush_timeout_s``) and fill in delivered/failed/seconds.
+        Never raises: a fatal producer error counts the unacknowledged records as failed."""
+        try:
+            remaining = self._producer.flush(self._config.flush_timeout_s)
+        except self._kafka_exception as exc:  # a fatal producer error (e.g. no PID granted)
+            self._fatal = self._fatal or exc
+            remaining = len(self._producer)
+            self.report.errors.append(f"the Kafka producer failed: {exc}")
+        with contextlib.suppress(self._kafka_exception):
+            self._producer.poll(0)
         report = self.report
         if remaining:
             report.failed += remaining
@@ -367,6 +434,7 @@ def publish(
     finally:
         report = session.close()
         _report_progress(on_progress, report.sent, last_progress)
+    session.raise_if_denied()
     log.info(
         "published",
         schema=schema_name,
@@ -400,4 +468,5 @@ def publish_encoded(
     finally:
         report = session.close()
         _report_progress(on_progress, report.sent, last_progress)
+    session.raise_if_denied()
     return report

@@ -7,10 +7,14 @@
     logs/server.log    the broker's log4j2 log;  logs/console.log  JVM stdout/stderr
     server.properties  rendered from infra/kafka/server.properties.template
     kafka.pid          pid of the running JVM
+    mode               ``plaintext`` or ``secure``: how the running broker was started
     ports.json         the listener ports last used (reused when still free)
     bootstrap          host:port of the running broker (read by Settings.resolved_bootstrap)
+    secure/, clients/  the secure mode's own data directory, TLS material and client files
+                       (`harvest kafka up --secure`, see connectors.launch.secure)
 
-The JVM runs detached (own session), so it outlives the command that started it.
+One broker runs at a time: starting one mode while the other runs is refused. The JVM
+runs detached (own session), so it outlives the command that started it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.io.admin import wait_for_broker
+from connectors.io.admin import create_acls, wait_for_broker
+from connectors.launch import secure as sec
 from connectors.launch.broker_config import (
     BrokerConfig,
     Ports,
@@ -39,6 +44,7 @@ from connectors.launch.jars import check_java, find_java, kafka_jars
 from pipeline.core.errors import InfraError, KafkaUnavailableError
 from pipeline.core.logging import get_logger
 from pipeline.core.procs import process_runs
+from pipeline.core.secrets import ClientOptions
 
 log = get_logger(__name__)
 
@@ -56,6 +62,9 @@ class BrokerStatus:
     started: bool = False
     startup_s: float | None = None
     answering: bool = False
+    secure: bool = False
+    #: secure mode: where the per-principal client files are
+    clients_dir: Path | None = None
 
     def describe(self) -> str:
         """One human-readable line."""
@@ -64,9 +73,11 @@ class BrokerStatus:
         state = "started" if self.started else "running"
         took = f" in {self.startup_s:.1f} s" if self.startup_s is not None else ""
         health = "" if self.answering else " but NOT answering metadata requests"
+        mode = (f"secure: {sec.PROTOCOL} {sec.MECHANISM} + ACLs, client settings in "
+                f"{self.clients_dir}/<principal>.env" if self.secure else "plaintext")
         return (
             f"kafka: {state}{took} at {self.bootstrap} (pid {self.pid}){health}; "
-            f"log {self.log_file}"
+            f"mode {mode}; log {self.log_file}"
         )
 
 
@@ -127,8 +138,32 @@ class LocalKafka:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _clear_runtime_files(self) -> None:
-        for path in (self.config.pid_file, self.config.bootstrap_file):
+        for path in (self.config.pid_file, self.config.bootstrap_file, self.config.mode_file):
             path.unlink(missing_ok=True)
+
+    def running_secure(self) -> bool:
+        """True when the recorded mode of the running broker is ``secure`` (a broker
+        started before modes were recorded is plaintext)."""
+        try:
+            return self.config.mode_file.read_text().strip() == "secure"
+        except OSError:
+            return False
+
+    def _credentials(self) -> sec.Credentials:
+        return sec.Credentials.load(self.config.secure_layout.credentials_file)
+
+    def admin_options(self, secure: bool | None = None) -> ClientOptions:
+        """Client settings the launcher itself uses: none for plaintext, ``admin`` over
+        SASL_SSL for the secure broker (``secure`` None: the running broker's mode)."""
+        if not (self.running_secure() if secure is None else secure):
+            return ClientOptions()
+        return sec.client_options(self.config.secure_layout, self._credentials(), "admin")
+
+    def _status(self, pid: int, bootstrap: str | None, **kw: object) -> BrokerStatus:
+        secure = self.running_secure()
+        clients = self.config.secure_layout.clients_dir if secure else None
+        return BrokerStatus(True, bootstrap, pid, self.config.server_log, secure=secure,
+                            clients_dir=clients, **kw)  # type: ignore[arg-type]
 
     # -- public API ------------------------------------------------------------------
     def status(self, probe_timeout: float = 3.0) -> BrokerStatus:
@@ -140,16 +175,18 @@ class LocalKafka:
         answering = False
         if bootstrap:
             try:
-                wait_for_broker(bootstrap, timeout=probe_timeout, probe_timeout=probe_timeout)
+                wait_for_broker(bootstrap, timeout=probe_timeout, probe_timeout=probe_timeout,
+                                client_config=self.admin_options())
                 answering = True
-            except KafkaUnavailableError:
+            except (KafkaUnavailableError, InfraError):
                 answering = False
-        return BrokerStatus(True, bootstrap, pid, self.config.server_log, answering=answering)
+        return self._status(pid, bootstrap, answering=answering)
 
     def up(self, timeout: float | None = None) -> BrokerStatus:
         """Start the broker unless it already runs; return once it answers metadata.
 
-        Raises :class:`InfraError` for missing Java/jars or a failed format, and
+        Raises :class:`InfraError` for missing Java/jars or a failed format, or when a
+        broker of the other mode (plaintext / ``secure``) already runs, and
         :class:`KafkaUnavailableError` (with the log tail) when the JVM exits early or
         does not answer within ``timeout`` (default ``start_timeout_s``, 60 s).
         """
@@ -159,6 +196,13 @@ class LocalKafka:
         with self._locked():
             pid = read_pid(self.config.pid_file)
             if pid is not None and is_broker_process(pid):
+                running = "secure" if self.running_secure() else "plaintext"
+                if running != self.config.mode:
+                    raise InfraError(
+                        f"a {running} broker already runs under {self.config.kafka_dir} "
+                        f"(pid {pid} at {self._bootstrap()}); one broker runs at a time: stop "
+                        f"it with `harvest kafka down`, then start the {self.config.mode} one"
+                    )
                 return self._await_existing(pid, limit)
             self._clear_runtime_files()
             check_java(java)
@@ -184,37 +228,89 @@ class LocalKafka:
                 "run `harvest kafka down` and `harvest kafka up` again"
             )
         try:
-            wait_for_broker(bootstrap, timeout=limit)
+            wait_for_broker(bootstrap, timeout=limit, client_config=self.admin_options())
         except KafkaUnavailableError as exc:
             raise KafkaUnavailableError(
                 f"broker pid {pid} at {bootstrap} does not answer: {exc}; "
                 f"try `harvest kafka down` then `up`\n{self._tail()}"
             ) from exc
-        return BrokerStatus(True, bootstrap, pid, self.config.server_log, answering=True)
+        if self.config.secure:  # the bootstrap address may be new to the files
+            sec.write_client_files(self.config.secure_layout, self._credentials(), bootstrap)
+        return self._status(pid, bootstrap, answering=True)
 
     def _tail(self) -> str:
         return log_tail(self.config.server_log, self.config.console_log)
 
-    def _format_storage(self, java: Path) -> None:
-        """Format the KRaft metadata directory once (``StorageTool format --standalone``)."""
-        if (self.config.data_dir / "meta.properties").exists():
+    def _formatted(self) -> bool:
+        return (self.config.data_dir / "meta.properties").exists()
+
+    def _format_storage(self, java: Path, creds: sec.Credentials | None = None) -> None:
+        """Format the KRaft metadata directory once (``StorageTool format --standalone``);
+        secure mode adds every principal's SCRAM credential (``--add-scram``) through a
+        0600 Java argument file, so no password appears on a command line."""
+        if self._formatted():
             return
         cluster_id = new_cluster_id()
-        cmd = java_command(
-            self.config, java, "kafka.tools.StorageTool", "format", "--standalone",
-            "--ignore-formatted", "-t", cluster_id, "-c", str(self.config.properties_file),
-        )
+        args = ["format", "--standalone", "--ignore-formatted", "-t", cluster_id,
+                "-c", str(self.config.properties_file)]
+        argfile = self.config.kafka_dir / ".format.args"
+        if creds is not None:
+            quoted = " ".join(f'"{a}"' for a in ["kafka.tools.StorageTool", *args,
+                                                  *sec.scram_format_args(creds)])
+            sec.write_private(argfile, quoted + "\n")
+            cmd = java_command(self.config, java, f"@{argfile}")
+        else:
+            cmd = java_command(self.config, java, "kafka.tools.StorageTool", *args)
         log.info("formatting kafka storage", data_dir=str(self.config.data_dir),
-                 cluster_id=cluster_id)
+                 cluster_id=cluster_id, scram_users=len(sec.PRINCIPALS) + 1 if creds else 0)
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InfraError(f"kafka storage format failed to run: {exc}") from exc
+        finally:
+            argfile.unlink(missing_ok=True)
         if done.returncode != 0:
             raise InfraError(
                 f"kafka storage format exited with code {done.returncode} for "
-                f"{self.config.data_dir}:\n{(done.stdout + done.stderr)[-3000:]}"
+                f"{self.config.data_dir}:\n{done.stderr[-3000:]}"
             )
+
+    def _prepare_secure(self, java: Path) -> sec.Credentials:
+        """Credentials (new with a new data directory) and TLS material (made when
+        missing) of the secure mode."""
+        layout = self.config.secure_layout
+        layout.secure_dir.mkdir(parents=True, exist_ok=True)
+        layout.secure_dir.chmod(0o700)
+        if self._formatted():
+            creds = self._credentials()
+        else:
+            creds = sec.Credentials.generate()
+            creds.save(layout.credentials_file)
+        if not (layout.keystore.is_file() and layout.ca_pem.is_file()):
+            sec.make_certificates(sec.keytool_for(java), layout, creds.keystore_password)
+        return creds
+
+    def _render(self, ports: Ports, creds: sec.Credentials | None) -> None:
+        cfg = self.config
+        text = render_properties(cfg.template.read_text(), ports, cfg.data_dir)
+        if creds is None:
+            cfg.properties_file.write_text(text)
+            return
+        if not cfg.secure_template.is_file():
+            raise InfraError(f"secure broker template missing: {cfg.secure_template}")
+        extra = sec.render_secure_overlay(cfg.secure_template.read_text(), cfg.secure_layout,
+                                          creds, ports.broker, ports.controller)
+        sec.write_private(cfg.properties_file, sec.overlay_properties(text, extra))
+
+    def _grant(self, bootstrap: str, creds: sec.Credentials) -> None:
+        """The ACLs of :data:`connectors.launch.secure.ACLS` (as admin) and client files."""
+        layout = self.config.secure_layout
+        admin = sec.client_options(layout, creds, "admin")
+        count = create_acls(bootstrap, sec.ACLS, client_config=admin)
+        files = sec.write_client_files(layout, creds, bootstrap)
+        log.info("acls granted; client files written", acls=count,
+                 clients=str(layout.clients_dir), principals=list(sec.PRINCIPALS),
+                 files=len(files))
 
     def _start(self, java: Path, limit: float) -> BrokerStatus:
         cfg = self.config
@@ -223,17 +319,16 @@ class LocalKafka:
             directory.mkdir(parents=True, exist_ok=True)
         if not cfg.template.is_file():
             raise InfraError(f"broker config template missing: {cfg.template}")
+        creds = self._prepare_secure(java) if cfg.secure else None
         ports = pick_ports(cfg.preferred_port, self._previous_ports(), cfg.host)
         if ports.broker != cfg.preferred_port:
             log.warning("preferred kafka port busy; using another",
                         preferred=cfg.preferred_port, port=ports.broker)
-        cfg.properties_file.write_text(
-            render_properties(cfg.template.read_text(), ports, cfg.data_dir)
-        )
+        self._render(ports, creds)
         cfg.ports_file.write_text(
             json.dumps({"broker": ports.broker, "controller": ports.controller})
         )
-        self._format_storage(java)
+        self._format_storage(java, creds)
         bootstrap = f"{cfg.host}:{ports.broker}"
         cmd = java_command(cfg, java, "kafka.Kafka", str(cfg.properties_file))
         with cfg.console_log.open("ab") as console:
@@ -243,15 +338,26 @@ class LocalKafka:
             )
         pid = self._proc.pid
         cfg.pid_file.write_text(f"{pid}\n")
-        log.info("kafka starting", pid=pid, bootstrap=bootstrap, log=str(cfg.server_log))
-        self._wait_started(pid, bootstrap, start, limit)
+        cfg.mode_file.write_text(cfg.mode + "\n")
+        log.info("kafka starting", pid=pid, bootstrap=bootstrap, mode=cfg.mode,
+                 log=str(cfg.server_log))
+        probe = self.admin_options(cfg.secure)
+        self._wait_started(pid, bootstrap, start, limit, probe)
+        if creds is not None:
+            try:
+                self._grant(bootstrap, creds)
+            except Exception:
+                self._terminate(pid)
+                self._clear_runtime_files()
+                raise
         cfg.bootstrap_file.write_text(bootstrap + "\n")
         took = self._clock() - start
-        log.info("kafka ready", bootstrap=bootstrap, pid=pid, seconds=round(took, 1))
-        return BrokerStatus(True, bootstrap, pid, cfg.server_log, started=True,
-                            startup_s=took, answering=True)
+        log.info("kafka ready", bootstrap=bootstrap, pid=pid, mode=cfg.mode,
+                 seconds=round(took, 1))
+        return self._status(pid, bootstrap, started=True, startup_s=took, answering=True)
 
-    def _wait_started(self, pid: int, bootstrap: str, start: float, limit: float) -> None:
+    def _wait_started(self, pid: int, bootstrap: str, start: float, limit: float,
+                      probe: ClientOptions | None = None) -> None:
         next_report = 5.0
         while True:
             elapsed = self._clock() - start
@@ -269,7 +375,8 @@ class LocalKafka:
                     f"{self._tail()}"
                 )
             try:
-                wait_for_broker(bootstrap, timeout=min(2.0, limit - elapsed), probe_timeout=1.0)
+                wait_for_broker(bootstrap, timeout=min(2.0, limit - elapsed), probe_timeout=1.0,
+                                client_config=probe)
                 return
             except KafkaUnavailableError:
                 if elapsed >= next_report:

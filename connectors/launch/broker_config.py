@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.launch.ports import LOOPBACK, choose_port
+from connectors.launch.secure import SecureLayout
 from pipeline.core.errors import InfraError
 from pipeline.core.settings import Settings
 
@@ -29,6 +30,8 @@ class BrokerConfig:
     heap: str = "512m"
     start_timeout_s: float = 60.0
     stop_timeout_s: float = 30.0
+    #: `harvest kafka up --secure`: SASL_SSL + ACLs, own data directory (connectors.launch.secure)
+    secure: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> BrokerConfig:
@@ -54,8 +57,24 @@ class BrokerConfig:
         return self.infra_dir / "kafka" / "log4j2.xml"
 
     @property
+    def secure_template(self) -> Path:
+        """The SASL_SSL overlay of the template (secure mode)."""
+        return self.infra_dir / "kafka" / "secure.properties.template"
+
+    @property
+    def secure_layout(self) -> SecureLayout:
+        """TLS material, credentials and client files of the secure mode."""
+        return SecureLayout(self.kafka_dir)
+
+    @property
+    def mode(self) -> str:
+        """``secure`` or ``plaintext``."""
+        return "secure" if self.secure else "plaintext"
+
+    @property
     def data_dir(self) -> Path:
-        return self.kafka_dir / "data"
+        """KRaft data: ``data/`` (plaintext) or ``secure/data/`` — the modes never share it."""
+        return self.secure_layout.data_dir if self.secure else self.kafka_dir / "data"
 
     @property
     def logs_dir(self) -> Path:
@@ -84,6 +103,11 @@ class BrokerConfig:
     @property
     def bootstrap_file(self) -> Path:
         return self.kafka_dir / "bootstrap"
+
+    @property
+    def mode_file(self) -> Path:
+        """``secure`` or ``plaintext``: the mode of the running broker."""
+        return self.kafka_dir / "mode"
 
     @property
     def lock_file(self) -> Path:

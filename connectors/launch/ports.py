@@ -10,13 +10,15 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable
 
+from pipeline.core.errors import ConfigError, InfraError
+
 LOOPBACK = "127.0.0.1"
 
 
 def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     """True when nothing listens on ``host:port`` (a bind with SO_REUSEADDR succeeds)."""
     if not 0 < port < 65536:
-        raise ValueError(f"port must be in 1..65535, got {port}")
+        raise ConfigError(f"port: must be in 1..65535, got {port}")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -35,7 +37,7 @@ def ephemeral_port(host: str = LOOPBACK, exclude: Iterable[int] = ()) -> int:
             port = int(sock.getsockname()[1])
         if port not in banned:
             return port
-    raise OSError(f"no free ephemeral port on {host} outside {sorted(banned)}")
+    raise InfraError(f"no free ephemeral port on {host} outside {sorted(banned)} (64 tries)")
 
 
 def choose_port(

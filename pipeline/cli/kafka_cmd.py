@@ -1,8 +1,11 @@
 """`harvest kafka up|down|status`: the local single-node KRaft broker (connectors.launch.broker).
 
 ``up`` starts it (formatting storage on first use) and prints the bootstrap address;
+``up --secure`` starts it with a SASL_SSL listener (SCRAM-SHA-512 over TLS) and ACLs
+instead, on its own data directory, and writes ``clients/<principal>.env`` for the
+principals admin, producer, job and reader; only one broker (either mode) runs at a time.
 ``status`` exits 0 when it runs and answers, 3 when it is stopped, 1 when it runs but
-does not answer; ``down`` stops it.
+does not answer, and says which mode runs; ``down`` stops it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 from connectors.launch.broker import LocalKafka
 from connectors.launch.broker_config import BrokerConfig
 from pipeline.cli.args import positive_float
+from pipeline.core.errors import ConfigError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
@@ -35,12 +39,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=60.0,
         help="seconds `up` waits for the broker to answer (default 60)",
     )
+    p.add_argument(
+        "--secure",
+        action="store_true",
+        help="`up` only: SASL_SSL (SCRAM-SHA-512 over TLS) listener with ACLs and no "
+        "plaintext client listener; writes HARVEST_CACHE_DIR/kafka/clients/<principal>.env "
+        "for admin, producer, job and reader",
+    )
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch `up`, `down` or `status`; prints one status line on stdout."""
-    broker = LocalKafka(BrokerConfig.from_settings(settings))
+    if args.secure and args.action != "up":
+        raise ConfigError(f"--secure: only with `up` (got `{args.action}`)")
+    broker = LocalKafka(BrokerConfig.from_settings(settings, secure=args.secure))
     if args.action == "up":
         status = broker.up(timeout=args.timeout)
         print(status.describe())

@@ -38,6 +38,12 @@ class OperatorStateError(HarvestError):
     """An operator snapshot that cannot be restored."""
 
 
+class OperatorInputError(HarvestError):
+    """A value handed to an operator outside its contract (a negative delay, a stream
+    index out of range, arrays of mismatched length): the caller's data is wrong, not
+    the spec."""
+
+
 class TopicError(HarvestError):
     """A Kafka topic that cannot be created, or did not become ready in time."""
 

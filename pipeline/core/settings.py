@@ -12,7 +12,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, KafkaAuthenticationError
+from pipeline.core.secrets import ClientOptions
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,6 +50,9 @@ class Settings(BaseSettings):
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    #: PEM file of the CA that signed the brokers' certificates (librdkafka
+    #: ``ssl.ca.location``; the Spark job's Java clients get it as a PEM truststore)
+    ssl_ca_location: Path | None = None
     java_home: Path | None = None
 
     @property
@@ -77,9 +81,28 @@ class Settings(BaseSettings):
                 return text
         return f"127.0.0.1:{self.kafka_port}"
 
-    def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka settings for security (empty for PLAINTEXT)."""
-        conf: dict[str, str] = {}
+    @property
+    def uses_sasl(self) -> bool:
+        """True for ``SASL_PLAINTEXT`` / ``SASL_SSL``."""
+        return self.security_protocol.startswith("SASL_")
+
+    def check_credentials(self) -> None:
+        """Raise :class:`KafkaAuthenticationError` when SASL is on without a user/password
+        (the client could never authenticate; librdkafka would refuse to start)."""
+        if self.uses_sasl and (not self.sasl_username or self.sasl_password is None):
+            raise KafkaAuthenticationError(
+                f"cannot authenticate: HARVEST_SECURITY_PROTOCOL={self.security_protocol} "
+                "needs HARVEST_SASL_USERNAME and HARVEST_SASL_PASSWORD (for the local "
+                "`harvest kafka up --secure` broker: `set -a; . "
+                f"{self.kafka_dir / 'clients'}/<principal>.env; set +a`)"
+            )
+
+    def kafka_client_config(self) -> ClientOptions:
+        """librdkafka settings for security (empty for PLAINTEXT); the password stays
+        masked in the mapping's ``repr``. Raises :class:`KafkaAuthenticationError` for SASL
+        without credentials."""
+        self.check_credentials()
+        conf: dict[str, str | SecretStr] = {}
         if self.security_protocol != "PLAINTEXT":
             conf["security.protocol"] = self.security_protocol
         if self.sasl_mechanism:
@@ -87,8 +110,10 @@ class Settings(BaseSettings):
         if self.sasl_username:
             conf["sasl.username"] = self.sasl_username
         if self.sasl_password is not None:
-            conf["sasl.password"] = self.sasl_password.get_secret_value()
-        return conf
+            conf["sasl.password"] = self.sasl_password
+        if self.ssl_ca_location is not None:
+            conf["ssl.ca.location"] = str(self.ssl_ca_location)
+        return ClientOptions(conf)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ class Adwin:
         """Insert one value; return the number of oldest items dropped by cuts."""
         value = float(x)
         if value < 0.0 or math.isnan(value):
-            raise ValueError(f"adwin: values must be >= 0, got {x!r}")
+            raise OperatorInputError(f"adwin: values must be >= 0 and not NaN, got {x!r}")
         self._range = max(self._range, value)
         if self._width:
             mean = self._total / self._width

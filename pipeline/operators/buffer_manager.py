@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -55,8 +55,9 @@ def linear_search(gamma: FloatArray, max_delay_ms: int, granularity_ms: int, tar
     """
     need = max_delay_ms // granularity_ms + 1
     if gamma.shape[0] < need:
-        raise ValueError(
-            f"linear_search: gamma covers {gamma.shape[0]} candidates, MaxD^H needs {need}"
+        raise OperatorInputError(
+            f"linear_search: gamma covers {gamma.shape[0]} candidates K = k·g, but "
+            f"MaxD^H = {max_delay_ms} ms at g = {granularity_ms} ms needs {need}"
         )
     # the loop "k ← k + g while k ≤ MaxD^H and γ(L,k) < Γ'", vectorized
     meets = np.flatnonzero(gamma[:need] >= target)

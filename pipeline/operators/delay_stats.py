@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
 from pipeline.operators.adwin import Adwin, AdwinConfig
 
 FloatArray = npt.NDArray[np.float64]
@@ -162,7 +162,9 @@ class StatisticsManager:
     def observe(self, stream: int, ts: int, delay_ms: int) -> None:
         """One arrival at S_i's K-slack: raw delay = ^iT − ts after updating ^iT."""
         if not 0 <= stream < len(self.streams):
-            raise ValueError(f"statistics: stream index {stream} out of range")
+            raise OperatorInputError(
+                f"statistics: stream index must be in 0..{len(self.streams) - 1}, got {stream}"
+            )
         local = ts + max(delay_ms, 0)
         times = self.local_time
         prev = times[stream]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, OperatorInputError
 from pipeline.operators.profiler import ProductivityMaps
 
 FloatArray = npt.NDArray[np.float64]
@@ -123,7 +123,9 @@ def gamma_curve(
     """γ(L, K) (Eq. 5) for K = k·g, k = 0..k_max; ``maps=None`` gives EqSel."""
     m = len(cfg.windows_ms)
     if len(pdfs) != m or len(ksync_ms) != m:
-        raise ValueError(f"recall model: {m} windows but {len(pdfs)} pdfs / {len(ksync_ms)} K^sync")
+        raise OperatorInputError(
+            f"recall model: {m} windows but {len(pdfs)} delay pdfs and {len(ksync_ms)} K^sync"
+        )
     k_max = max(int(k_max), 0)
     parts = [
         window_sizes(

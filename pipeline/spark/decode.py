@@ -19,6 +19,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.avro.functions import from_avro, to_avro
 
+from pipeline.core.errors import ConfigError
+
 HEADER_LEN = 10
 MAGIC = b"\xc3\x01"
 ENVELOPE_KEYS = ("stream", "seq", "event_time", "arrival_time")
@@ -36,9 +38,15 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         if len(self.fingerprint) != 8:
-            raise ValueError(f"fingerprint: expected 8 bytes, got {self.fingerprint.hex()}")
+            raise ConfigError(
+                f"fingerprint: expected 8 bytes, got {len(self.fingerprint)} "
+                f"({self.fingerprint.hex()!r})"
+            )
         if len(self.streams) != len(self.topics):
-            raise ValueError(f"topics: {len(self.topics)} topics for {len(self.streams)} streams")
+            raise ConfigError(
+                f"topics: one per stream, got {len(self.topics)} topics {list(self.topics)} "
+                f"for {len(self.streams)} streams {list(self.streams)}"
+            )
 
     @property
     def field_names(self) -> tuple[str, ...]:

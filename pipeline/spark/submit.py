@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -23,6 +24,7 @@ from connectors.io.admin import ensure_topics
 from connectors.io.serde import AvroSerde
 from pipeline.core.errors import ConfigError, JobFailedError
 from pipeline.core.logging import get_logger
+from pipeline.core.secrets import ClientOptions, scrub
 from pipeline.core.settings import Settings
 from pipeline.spark.job import JobConfig, Mode, start_job
 from pipeline.spec.model import Spec
@@ -63,9 +65,21 @@ def _p50(values: list[float]) -> float | None:
     return sorted(values)[len(values) // 2] if values else None
 
 
-def java_client_options(settings: Settings) -> dict[str, str]:
-    """Kafka Java-client security options (``kafka.``-prefixed by the caller)."""
-    opts: dict[str, str] = {}
+def _jaas_quote(text: str) -> str:
+    """A JAAS option value in double quotes (backslash and quote escaped)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_client_options(settings: Settings) -> ClientOptions:
+    """Kafka Java-client security options (``kafka.``-prefixed by the caller).
+
+    The password reaches Spark only inside ``sasl.jaas.config``, a per-query Kafka source
+    and sink option: Spark keeps those options out of the checkpoint and redacts them in
+    plans, and the returned mapping masks it in any ``repr`` (JobConfig's included). The CA
+    of ``HARVEST_SSL_CA_LOCATION`` becomes a PEM truststore (Kafka clients >= 2.7).
+    """
+    settings.check_credentials()
+    opts: dict[str, str | SecretStr] = {}
     if settings.security_protocol != "PLAINTEXT":
         opts["security.protocol"] = settings.security_protocol
     if settings.sasl_mechanism:
@@ -74,11 +88,14 @@ def java_client_options(settings: Settings) -> dict[str, str]:
         module = ("org.apache.kafka.common.security.scram.ScramLoginModule"
                   if (settings.sasl_mechanism or "").upper().startswith("SCRAM")
                   else "org.apache.kafka.common.security.plain.PlainLoginModule")
-        opts["sasl.jaas.config"] = (
-            f'{module} required username="{settings.sasl_username}" '
-            f'password="{settings.sasl_password.get_secret_value()}";'
+        opts["sasl.jaas.config"] = SecretStr(
+            f"{module} required username={_jaas_quote(settings.sasl_username)} "
+            f"password={_jaas_quote(settings.sasl_password.get_secret_value())};"
         )
-    return opts
+    if settings.ssl_ca_location is not None:
+        opts["ssl.truststore.type"] = "PEM"
+        opts["ssl.truststore.location"] = str(Path(settings.ssl_ca_location).absolute())
+    return ClientOptions(opts)
 
 
 def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
@@ -205,7 +222,9 @@ def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
         w.update(list(query.recentProgress))
         report.seconds = round(clock() - start, 2)
     if exc is not None:
-        raise JobFailedError(f"streaming query {query.name!r} failed: {exc}")
+        secrets = cfg.client_options.secrets() if isinstance(
+            cfg.client_options, ClientOptions) else []
+        raise JobFailedError(scrub(f"streaming query {query.name!r} failed: {exc}", secrets))
     return report
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
 from pipeline.operators.adwin import Adwin, AdwinConfig
 
 
@@ -88,5 +88,7 @@ def test_bad_snapshot_and_config_are_named() -> None:
         AdwinConfig(delta=1.5)
     with pytest.raises(ConfigError, match=r"adwin\.max_width"):
         AdwinConfig(max_width=3)
-    with pytest.raises(ValueError, match="-1"):
+    with pytest.raises(OperatorInputError, match="got -1"):
         Adwin().add(-1)
+    with pytest.raises(OperatorInputError, match="got nan"):
+        Adwin().add(float("nan"))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, OperatorInputError
 from pipeline.operators.buffer_manager import (
     ResultSizeMonitor,
     instant_recall_target,
@@ -85,7 +85,7 @@ def test_linear_search_matches_brute_force(
 
 
 def test_linear_search_needs_the_whole_range() -> None:
-    with pytest.raises(ValueError, match="MaxD"):
+    with pytest.raises(OperatorInputError, match=r"covers 2 candidates.*MaxD\^H = 50 ms.*needs 6"):
         linear_search(np.asarray([0.1, 0.2]), 50, 10, 0.9)
 
 

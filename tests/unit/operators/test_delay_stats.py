@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
 from pipeline.operators.adwin import AdwinConfig
 from pipeline.operators.delay_stats import StatisticsManager, delay_bin
 
@@ -150,3 +150,9 @@ def test_bad_construction_is_named() -> None:
         StatisticsManager(2, 0)
     with pytest.raises(ConfigError, match="streams"):
         StatisticsManager(1, 10)
+
+
+@pytest.mark.parametrize("stream", [-1, 2])
+def test_unknown_stream_index_is_named(stream: int) -> None:
+    with pytest.raises(OperatorInputError, match=rf"in 0\.\.1, got {stream}"):
+        StatisticsManager(2, 10).observe(stream, 100, 5)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, OperatorInputError
 from pipeline.operators.profiler import ProductivityMaps
 from pipeline.operators.recall_model import ModelConfig, gamma_curve, selectivity_ratio
 from pipeline.testing.recall import reference_gamma
@@ -101,3 +101,12 @@ def test_model_config_errors_are_named() -> None:
         ModelConfig((100, 100), 0, 10)
     with pytest.raises(ConfigError, match="windows"):
         ModelConfig((100,), 10, 10)
+
+
+def test_gamma_curve_needs_one_pdf_and_ksync_per_window() -> None:
+    cfg = ModelConfig((10, 10, 10), 10, 10)
+    pdf = np.asarray([1.0])
+    with pytest.raises(OperatorInputError, match="3 windows but 2 delay pdfs and 3 K"):
+        gamma_curve([pdf, pdf], [0.0] * 3, None, cfg, 1)
+    with pytest.raises(OperatorInputError, match="3 windows but 3 delay pdfs and 1 K"):
+        gamma_curve([pdf] * 3, [0.0], None, cfg, 1)

@@ -24,10 +24,12 @@ def test_librdkafka_settings_are_idempotent_batched_and_compressed() -> None:
 
 def test_from_settings_uses_bootstrap_and_security() -> None:
     settings = Settings(bootstrap_servers="10.0.0.1:9093", security_protocol="SASL_SSL",
-                        sasl_mechanism="PLAIN")
+                        sasl_mechanism="PLAIN", sasl_username="u", sasl_password="s3cret")
     config = ProducerConfig.from_settings(settings, linger_ms=5)
     assert config.bootstrap == "10.0.0.1:9093" and config.linger_ms == 5
-    assert config.client_config == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
+    assert config.client_config == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                    "sasl.username": "u", "sasl.password": "s3cret"}
+    assert "s3cret" not in repr(config)
 
 
 def test_snapshot_round_trip() -> None:

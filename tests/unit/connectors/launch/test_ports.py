@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from connectors.launch import ports
 from connectors.launch.ports import choose_port, ephemeral_port, port_is_free
+from pipeline.core.errors import ConfigError, InfraError
 
 
 @pytest.fixture
@@ -26,8 +28,10 @@ def test_listening_port_is_busy_and_released_port_is_free(busy_port: int) -> Non
 
 
 def test_port_out_of_range_is_rejected() -> None:
-    with pytest.raises(ValueError, match="70000"):
+    with pytest.raises(ConfigError, match="got 70000"):
         port_is_free(70000)
+    with pytest.raises(ConfigError, match="got 0"):
+        port_is_free(0)
 
 
 def test_choose_port_takes_first_free_candidate(busy_port: int) -> None:
@@ -45,3 +49,20 @@ def test_choose_port_never_returns_an_excluded_port() -> None:
     free = ephemeral_port()
     chosen = choose_port([free], exclude=[free])
     assert chosen != free
+
+
+def test_no_free_ephemeral_port_is_an_infra_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every port the OS hands out is excluded: give up after 64 tries, naming them."""
+
+    class FixedPortSocket:
+        def __init__(self, *_: object) -> None: ...
+        def __enter__(self) -> FixedPortSocket:
+            return self
+        def __exit__(self, *_: object) -> None: ...
+        def bind(self, _: object) -> None: ...
+        def getsockname(self) -> tuple[str, int]:
+            return ("127.0.0.1", 40000)
+
+    monkeypatch.setattr(ports.socket, "socket", FixedPortSocket)
+    with pytest.raises(InfraError, match=r"no free ephemeral port on 127.0.0.1 outside \[40000\]"):
+        ephemeral_port(exclude=[40000])
