@@ -26,6 +26,15 @@ class KafkaUnavailableError(HarvestError):
     """The broker cannot be reached, or did not come up in time."""
 
 
+class KafkaAuthenticationError(KafkaUnavailableError):
+    """The broker answers but does not accept this client: no or wrong SASL credentials,
+    a TLS certificate it cannot verify, or a plaintext client on a TLS/SASL listener."""
+
+
+class KafkaAuthorizationError(HarvestError):
+    """The broker authenticated the client but its ACLs deny what it tried to do."""
+
+
 class DeliveryError(HarvestError):
     """Records that the producer could not deliver."""
 
