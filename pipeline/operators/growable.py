@@ -58,3 +58,18 @@ class GrowableArray:
 
     def view(self) -> NDArray[Any]:
         return self._buf[: self._n]
+
+    def delete(self, rows: NDArray[np.int64]) -> None:
+        """Remove the rows ``rows`` (ascending, distinct), keeping the others in order —
+        one vectorized compaction (memory-bounded windows evict single tuples)."""
+        n = self._n
+        if rows.shape[0] == 1:  # one row: one overlapping copy (NumPy buffers it)
+            i = int(rows[0])
+            self._buf[i : n - 1] = self._buf[i + 1 : n]
+            self._n = n - 1
+            return
+        keep = np.ones(n, dtype=bool)
+        keep[rows] = False
+        kept = self._buf[:n][keep]
+        self._buf[: kept.shape[0]] = kept
+        self._n = int(kept.shape[0])

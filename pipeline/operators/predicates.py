@@ -44,6 +44,10 @@ class DenseStore:
     def append(self, enc: F64) -> None:
         self.rows.append(enc)
 
+    def delete(self, rows: I64) -> None:
+        """Drop rows ``rows`` (ascending), the others keep their order."""
+        self.rows.delete(rows)
+
     def side(self, rows: I64 | None) -> F64:
         v = self.rows.view()
         return v if rows is None else v[rows]
@@ -181,6 +185,18 @@ class SparseStore:
         self.ptr.append(len(self.keys))
         self.keys.extend(enc.keys)
         self.weights.extend(enc.weights)
+
+    def delete(self, rows: I64) -> None:
+        """Drop rows ``rows`` (ascending) and their entries; the others keep their order."""
+        ptr = np.append(self.ptr.view(), len(self.keys))
+        lengths = np.diff(ptr)
+        gone = np.zeros(lengths.shape[0], dtype=bool)
+        gone[rows] = True
+        entries = np.flatnonzero(np.repeat(gone, lengths))
+        self.keys.delete(entries)
+        self.weights.delete(entries)
+        kept = lengths[~gone]
+        self.ptr = GrowableArray.from_array((np.cumsum(kept) - kept).astype(np.int64))
 
     def snapshot(self) -> dict[str, Any]:
         return {

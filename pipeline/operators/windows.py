@@ -104,6 +104,25 @@ class BasicWindow:
         self.feats.append(enc)
         return len(self.ts) - 1
 
+    def drop_rows(self, rows: NDArray[np.int64]) -> None:
+        """Remove rows ``rows`` (ascending, distinct; memory-bounded windows evict single
+        tuples). The others keep their order; the value index is rebuilt on demand."""
+        self.ts.delete(rows)
+        self.seq.delete(rows)
+        self.feats.delete(rows)
+        self._ix_n = 0
+        if len(self.ts):
+            tsv = self.ts.view()
+            self.min_ts = int(tsv.min())
+            self.max_ts = int(tsv.max())
+        else:
+            self.min_ts = np.iinfo(np.int64).max
+            self.max_ts = np.iinfo(np.int64).min
+
+    def find(self, ts: int, seq: int) -> NDArray[np.int64]:
+        """Rows holding the tuple (ts, seq) — one, or none if it is not stored here."""
+        return np.flatnonzero((self.seq.view() == seq) & (self.ts.view() == ts))
+
     def rows_between(self, t_lo: int, t_hi: int) -> Rows:
         """Ascending rows with t_lo ≤ ts ≤ t_hi (None = every row): a slice found by
         binary search while the rows are in ts order, else one vectorized filter."""
@@ -184,6 +203,48 @@ class StreamWindow:
         while self.bids and self.bws[self.bids[0]].max_ts < lo:
             self.total -= len(self.bws.pop(self.bids.pop(0)))
             self._merged = None
+
+    def remove(self, ts: int, seq: int) -> bool:
+        """Evict the stored tuple (ts, seq) before it expires (memory-bounded join; the
+        policies in ``pipeline/operators/memory``). False if it is not stored (e.g. its
+        basic window expired already). The merged copy, if any, loses the same row."""
+        bw = self.bws.get(ts // self.b)
+        if bw is None:
+            return False
+        rows = bw.find(ts, seq)
+        if rows.size == 0:
+            return False
+        rows = rows[:1]
+        bw.drop_rows(rows)
+        self.total -= 1
+        if not len(bw):
+            del self.bws[bw.bid]
+            self.bids.remove(bw.bid)
+        if self._merged is not None:
+            mrows = self._merged.find(ts, seq)[:1]
+            if mrows.size:
+                self._merged.drop_rows(mrows)
+            else:  # cannot happen while the copy is in sync; rebuild to be safe
+                self._merged = None
+        return True
+
+    def expire_rows(self, lo: int) -> int:
+        """Drop *every* stored tuple with ts < lo, not only whole basic windows (a
+        memory-bounded window frees the space of tuples no probe can reach any more);
+        returns how many were dropped."""
+        before = self.total
+        self.expire(lo)
+        if self.bids:
+            bw = self.bws[self.bids[0]]
+            if bw.min_ts < lo:
+                rows = np.flatnonzero(bw.ts.view() < lo)
+                bw.drop_rows(rows)
+                self.total -= int(rows.size)
+                self._merged = None
+                if not len(bw):
+                    del self.bws[bw.bid]
+                    self.bids.pop(0)
+        return before - self.total
 
     def merged_in_range(self, lo: int) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
         """Like :meth:`in_range`, as one pseudo basic window holding every row (dense
