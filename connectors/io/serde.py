@@ -82,8 +82,15 @@ def _short_name(schema: Mapping[str, Any]) -> str:
 class AvroSerde:
     """Encode/decode harvest records as Avro single-object encoded bytes.
 
-    >>> serde = AvroSerde.from_dir(Path("schemas"))  # doctest: +SKIP
-    >>> name, rec = serde.decode(serde.encode("sensor_reading", {...}))  # doctest: +SKIP
+    >>> from pipeline.core.settings import PROJECT_ROOT
+    >>> serde = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
+    >>> reading = {"stream": "s1", "seq": 1, "event_time": 100, "arrival_time": 130,
+    ...            "value": 20.5, "a1": 3, "x": 0.0, "y": 0.0}
+    >>> data = serde.encode("sensor_reading", reading)
+    >>> data[:2]  # the single-object encoding marker, then the schema fingerprint
+    b'\\xc3\\x01'
+    >>> serde.decode(data) == ("sensor_reading", reading)
+    True
     """
 
     def __init__(self) -> None:

@@ -41,7 +41,17 @@ def read_jsonl(path: Path, what: str = "--input") -> list[dict[str, Any]]:
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
-    """Write rows as JSON lines; returns the number written."""
+    """Write rows as JSON lines; returns the number written.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "out" / "rows.jsonl"
+    >>> write_jsonl(path, [{"seq": 1, "kw": {"rain": 2.0}}, {"seq": 2}])
+    2
+    >>> path.read_text().splitlines()
+    ['{"seq":1,"kw":{"rain":2.0}}', '{"seq":2}']
+    >>> read_jsonl(path)
+    [{'seq': 1, 'kw': {'rain': 2.0}}, {'seq': 2}]
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     with path.open("w", encoding="utf-8") as handle:

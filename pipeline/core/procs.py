@@ -110,7 +110,11 @@ def run_harvest(name: str, args: Sequence[str], workdir: Path, env: Mapping[str,
 
 
 def read_jsonl_lines(lines: Sequence[str]) -> list[dict[str, Any]]:
-    """Decode JSON lines printed by `harvest consume --format jsonl`."""
+    """Decode JSON lines printed by `harvest consume --format jsonl` (blank lines skipped).
+
+    >>> read_jsonl_lines(['{"id": "r1"}', "", '{"id": "r2"}'])
+    [{'id': 'r1'}, {'id': 'r2'}]
+    """
     return [json.loads(line) for line in lines if line.strip()]
 
 

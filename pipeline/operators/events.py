@@ -60,13 +60,26 @@ class JoinResult(NamedTuple):
 
 
 def result_id(members: Sequence[Member]) -> str:
-    """Deterministic id: blake2b-128 hex of ``"s1:12|s2:7|s3:9"`` in the given stream order."""
+    """Deterministic id: blake2b-128 hex of ``"s1:12|s2:7|s3:9"`` in the given stream order.
+
+    Event times do not enter it: a result is named by its members' (stream, seq).
+
+    >>> a = result_id([Member("s1", 12, 100), Member("s2", 7, 90)])
+    >>> a == result_id([Member("s1", 12, 0), Member("s2", 7, 0)]), len(a)
+    (True, 32)
+    >>> a == result_id([Member("s2", 7, 90), Member("s1", 12, 100)])
+    False
+    """
     key = "|".join(f"{m.stream}:{m.seq}" for m in members)
     return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
 def make_result(members: Sequence[Member]) -> JoinResult:
-    """A :class:`JoinResult` with its id and timestamp derived from ``members``."""
+    """A :class:`JoinResult` with its id and timestamp derived from ``members``.
+
+    >>> make_result([Member("s1", 12, 100), Member("s2", 7, 90)]).result_time
+    100
+    """
     return JoinResult(
         id=result_id(members),
         result_time=max(m.event_time for m in members),
@@ -115,7 +128,12 @@ def results_from_arrays(
 
 
 def result_from_json(record: Mapping[str, Any]) -> JoinResult:
-    """Parse a result record; raises :class:`SerializationError` naming the bad field."""
+    """Parse a result record; raises :class:`SerializationError` naming the bad field.
+
+    >>> r = make_result([Member("s1", 12, 100), Member("s2", 7, 90)])
+    >>> result_from_json(r.to_json()) == r
+    True
+    """
     try:
         members = tuple(
             Member(stream=str(m["stream"]), seq=int(m["seq"]), event_time=int(m["event_time"]))
@@ -133,6 +151,18 @@ def event_from_dump(record: Mapping[str, Any], stream_index: Mapping[str, int]) 
 
     ``stream_index`` maps stream names (``spec.join.streams``) to their indices.
     Raises :class:`SerializationError` naming the missing/bad field.
+
+    >>> record = {"stream": "s2", "seq": 4, "event_time": 120, "arrival_time": 130,
+    ...           "value": 20.5}
+    >>> event = event_from_dump(record, {"s1": 0, "s2": 1})
+    >>> event
+    Event(stream=1, seq=4, ts=120, arrival=130, attrs={'value': 20.5})
+    >>> event_to_dump(event, ["s1", "s2"]) == record
+    True
+    >>> event_from_dump({"stream": "s9"}, {"s1": 0})
+    Traceback (most recent call last):
+    ...
+    pipeline.core.errors.SerializationError: dump record stream 's9' is not one of ['s1']
     """
     try:
         name = record["stream"]
