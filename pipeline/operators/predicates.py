@@ -136,7 +136,13 @@ _KEY_CACHE: dict[str, int] = {}
 
 
 def keyword_key(word: str) -> int:
-    """A stable 63-bit key for a keyword (blake2b; the same in every process)."""
+    """A stable 63-bit key for a keyword (blake2b; the same in every process).
+
+    >>> keyword_key("rain") == keyword_key("rain") != keyword_key("storm")
+    True
+    >>> 0 <= keyword_key("rain") < 2**63
+    True
+    """
     key = _KEY_CACHE.get(word)
     if key is None:
         digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
@@ -226,7 +232,16 @@ def _sparse_side(rows: Sequence[SparseRow]) -> SparseSide:
 
 @dataclass(frozen=True)
 class CosinePredicate:
-    """Cosine similarity of keyword→weight vectors ≥ ε (weighted keyword overlap)."""
+    """Cosine similarity of keyword→weight vectors ≥ ε (weighted keyword overlap).
+
+    >>> cos = build_predicate("cosine", attribute="kw", epsilon=0.7)
+    >>> window = cos.new_store()
+    >>> window.append(cos.encode({"kw": {"rain": 1.0}}))   # cosine 1/√2 ≈ 0.71
+    >>> window.append(cos.encode({"kw": {"goal": 3.0}}))   # no keyword in common: 0
+    >>> left = cos.left_one(cos.encode({"kw": {"rain": 1.0, "storm": 1.0}}))
+    >>> cos.match(left, window, None).tolist()
+    [[True, False]]
+    """
 
     attribute: str
     epsilon: float
@@ -331,7 +346,26 @@ def build_predicate(
     fn: CustomFn | None = None,
     columns: Sequence[str] = (),
 ) -> Predicate:
-    """The predicate of a ``[join]`` spec (or a custom vectorized callable)."""
+    """The predicate of a ``[join]`` spec (or a custom vectorized callable).
+
+    A k×n match of two left tuples against a basic window of three:
+
+    >>> band = build_predicate("band", attribute="value", epsilon=0.5)
+    >>> window = band.new_store()
+    >>> for v in (1.0, 1.5, 3.0):
+    ...     window.append(band.encode({"value": v}))
+    >>> left = band.concat([band.left_one(band.encode({"value": v})) for v in (1.2, 3.4)])
+    >>> band.match(left, window, None).tolist()
+    [[True, True, False], [False, False, True]]
+    >>> band.match(left, window, np.array([2])).tolist()  # only row 2 of the window
+    [[False], [True]]
+
+    ``custom`` takes a vectorized ``fn(left, right)`` over named columns:
+
+    >>> later = build_predicate("custom", fn=lambda l, r: l["t"] < r["t"], columns=["t"])
+    >>> later.match_values(np.array([[1.0], [5.0]]), np.array([[2.0], [4.0]])).tolist()
+    [[True, True], [False, False]]
+    """
     if fn is not None:
         if not columns:
             raise ConfigError("join.predicate: a custom predicate needs its column names")
