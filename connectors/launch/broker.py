@@ -20,6 +20,7 @@ runs detached (own session), so it outlives the command that started it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -94,6 +95,13 @@ def is_broker_process(pid: int) -> bool:
     return process_runs(pid, b"kafka.Kafka")
 
 
+def local_broker(config: BrokerConfig) -> LocalKafka:
+    """The local broker of ``config`` in the mode that runs (or ran last) under its
+    directory — for orchestrators (the demo) that use whichever broker is there."""
+    secure = LocalKafka(config).running_secure()
+    return LocalKafka(dataclasses.replace(config, secure=secure))
+
+
 def log_tail(*paths: Path, lines: int = 25) -> str:
     """The last ``lines`` lines of each existing file, labelled, for error messages."""
     parts = []
@@ -148,6 +156,16 @@ class LocalKafka:
             return self.config.mode_file.read_text().strip() == "secure"
         except OSError:
             return False
+
+    def client_env(self, principal: str) -> dict[str, str]:
+        """The ``HARVEST_*`` settings of ``principal`` from ``clients/<principal>.env``
+        (written by ``up`` in secure mode); :class:`InfraError` when there is none."""
+        path = self.config.secure_layout.client_file(principal)
+        try:
+            return sec.read_env_file(path)
+        except OSError as exc:
+            raise InfraError(f"no client settings for {principal!r}: {exc}; start the secure "
+                             "broker with `harvest kafka up --secure`") from exc
 
     def _credentials(self) -> sec.Credentials:
         return sec.Credentials.load(self.config.secure_layout.credentials_file)

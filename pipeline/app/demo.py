@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from connectors.io.consumer import Consumed, ConsumerConfig, consume
 from connectors.io.serde import AvroSerde
 from connectors.workloads import WorkloadSpec, generate, parse_model
@@ -169,9 +171,21 @@ def _wait_for_query(job: Child, checkpoint: Path, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
+def security_settings(env: dict[str, str]) -> dict[str, Any]:
+    """Settings fields (typed, for ``model_copy``) of ``HARVEST_*`` security variables."""
+    if not env:
+        return {}
+    ca = env.get("HARVEST_SSL_CA_LOCATION")
+    return {"security_protocol": env["HARVEST_SECURITY_PROTOCOL"],
+            "sasl_mechanism": env["HARVEST_SASL_MECHANISM"],
+            "sasl_username": env["HARVEST_SASL_USERNAME"],
+            "sasl_password": SecretStr(env["HARVEST_SASL_PASSWORD"]),
+            "ssl_ca_location": Path(ca) if ca else None}
+
+
 def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     """Run the demo end to end; returns the collected data (see :func:`demo_report`)."""
-    from connectors.launch.broker import LocalKafka
+    from connectors.launch.broker import local_broker
     from connectors.launch.broker_config import BrokerConfig
     from pipeline.quality.oracle import oracle
 
@@ -182,13 +196,19 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     workdir.mkdir(parents=True, exist_ok=True)
 
     step("starting the local Kafka broker")
-    status = LocalKafka(BrokerConfig.from_settings(settings)).up()
+    broker = local_broker(BrokerConfig.from_settings(settings))
+    status = broker.up()
     bootstrap = status.bootstrap or settings.resolved_bootstrap()
+    # a secure broker (`harvest kafka up --secure`): every step runs as the super user admin
+    security = broker.client_env("admin") if status.secure else {}
+    security.pop("HARVEST_BOOTSTRAP_SERVERS", None)
     env = {"HARVEST_BOOTSTRAP_SERVERS": bootstrap, "HARVEST_TOPIC_PREFIX": prefix,
-           "HARVEST_CACHE_DIR": str(settings.cache_dir), **cfg.extra_env}
+           "HARVEST_CACHE_DIR": str(settings.cache_dir), **security, **cfg.extra_env}
     run_settings = settings.model_copy(update={"bootstrap_servers": bootstrap,
-                                               "topic_prefix": prefix})
-    step.note(f"broker at {bootstrap}; topic prefix {prefix}; files in {workdir}")
+                                               "topic_prefix": prefix,
+                                               **security_settings(security)})
+    step.note(f"broker at {bootstrap} ({'secure, as admin' if status.secure else 'plaintext'}); "
+              f"topic prefix {prefix}; files in {workdir}")
 
     spec = with_overrides(base, job={"topic_prefix": prefix, "speedup": cfg.speedup,
                                      "checkpoint": str(workdir / "checkpoint")})
