@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pipeline.operators.memory.config import MemoryConfig
 from pipeline.operators.mjoin import JoinConfig
 from pipeline.operators.predicates import Predicate
+
+__all__ = ["DisorderConfig", "EngineConfig", "MemoryConfig", "SheddingConfig"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class EngineConfig:
     shedding: SheddingConfig = field(default_factory=SheddingConfig)
     #: per-basic-window sorted indexes (``[join] index``; band and equi predicates)
     index: bool = False
+    #: the join memory M and its eviction policy (``[memory]``; Das et al.); off = unbounded
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
     @property
     def m(self) -> int:

@@ -19,6 +19,7 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event, JoinResult, results_from_arrays
 from pipeline.operators.hooks import PluginEnv, Shedder, SlackPolicy
 from pipeline.operators.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
+from pipeline.operators.memory.join import BoundedJoin, make_join
 from pipeline.operators.mjoin import MWayJoin, Outcome
 from pipeline.operators.registry import shedder_class, slack_policy_class
 from pipeline.operators.synchronizer import Synchronizer, SynchronizerConfig
@@ -65,7 +66,8 @@ class Engine:
             config.shedding.mode).create(config, self.env)
         self.kslacks = [KSlack(KSlackConfig(i)) for i in range(config.m)]
         self.sync = Synchronizer(SynchronizerConfig(config.m))
-        self.join = MWayJoin(config.join_config())
+        #: with ``[memory]`` on, a :class:`BoundedJoin` (windows of at most M tuples)
+        self.join: MWayJoin = make_join(config.join_config(), config.memory)
         self.clock = NEG_INF
         self.next_interval: int | None = None
         self.next_adapt: int | None = None
@@ -151,6 +153,15 @@ class Engine:
         for ev, delay in self.sync.flush():
             self._join_one(ev, delay)
         return self._drain_results()
+
+    def memory_metrics(self) -> dict[str, Any] | None:
+        """The memory policy's counters (evictions, tuples per window, budget) plus
+        ``window_state`` (tuples in the join windows) and ``kslack_tuples`` (the K-slack
+        buffers and the Synchronizer, outside the bound); None with ``[memory]`` off."""
+        if not isinstance(self.join, BoundedJoin):
+            return None
+        return {**self.join.memory.metrics(), "window_state": self.join.state_size(),
+                "kslack_tuples": sum(len(k) for k in self.kslacks) + len(self.sync)}
 
     def drain_metrics(self) -> list[dict[str, Any]]:
         """Metrics rows produced by the policy and the shedder since the last drain."""
@@ -251,7 +262,10 @@ class Engine:
                 KSlack.from_snapshot(KSlackConfig(i), s) for i, s in enumerate(snap["kslacks"])
             ]
             eng.sync = Synchronizer.from_snapshot(SynchronizerConfig(config.m), snap["sync"])
-            eng.join = MWayJoin.from_snapshot(config.join_config(), snap["join"])
+            if config.memory.enabled:
+                eng.join = BoundedJoin.restore(config.join_config(), config.memory, snap["join"])
+            else:
+                eng.join = MWayJoin.from_snapshot(config.join_config(), snap["join"])
         except (KeyError, TypeError) as exc:
             raise OperatorStateError(f"cannot restore engine snapshot: {exc!r}") from exc
         return eng

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.config import DisorderConfig, EngineConfig, SheddingConfig
+from pipeline.operators.config import DisorderConfig, EngineConfig, MemoryConfig, SheddingConfig
 from pipeline.operators.hooks import PluginEnv
 from pipeline.operators.predicates import CustomFn, build_predicate
 from pipeline.spec.model import Spec
@@ -33,7 +33,8 @@ def resolve_engine(
 
     ``budget`` overrides ``[shedding] budget`` (inside Spark: ``[job] budget``, ARCHITECTURE §5);
     a virtual budget with shedding on needs ``[shedding] capacity`` (:class:`ConfigError`
-    naming ``shedding.capacity``). ``custom`` replaces the spec's predicate by a vectorized
+    naming ``shedding.capacity``). ``[memory]`` becomes a
+    :class:`MemoryConfig` as is. ``custom`` replaces the spec's predicate by a vectorized
     callable over ``columns``. Every other key of ``[disorder]``/``[shedding]`` is carried
     over unchanged.
     """
@@ -60,6 +61,7 @@ def resolve_engine(
         disorder=DisorderConfig(**spec.disorder.model_dump()),
         shedding=SheddingConfig(**{**sh.model_dump(), "budget": chosen}),
         index=j.index,
+        memory=MemoryConfig(**spec.memory.model_dump()),
     )
 
 

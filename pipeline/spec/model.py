@@ -1,7 +1,8 @@
 """The job spec (TOML) shared by `harvest join`, `harvest oracle` and `harvest submit`.
 
 Sections: ``[join]`` (Ji et al. §II window join), ``[disorder]`` (Ji et al. K-slack
-sizing), ``[shedding]`` (GrubJoin, Gedik et al.) and ``[job]`` (the Spark job). Unknown
+sizing), ``[shedding]`` (GrubJoin, Gedik et al.), ``[memory]`` (Das et al.: the join
+memory and its eviction policy) and ``[job]`` (the Spark job). Unknown
 keys and bad values raise :class:`ConfigError` naming the key, e.g. ``join.epsilon``.
 """
 
@@ -11,7 +12,15 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.core.errors import ConfigError
 from pipeline.spec.inputs import InputSpec, check_inputs
@@ -117,6 +126,30 @@ class SheddingSpec(BaseModel):
     # ``harvest join`` ([shedding] budget) and ``harvest submit`` ([job] budget).
 
 
+class MemorySpec(BaseModel):
+    """``[memory]``: the join memory M and its eviction policy (Das, Gehrke, Riedewald):
+    off | rand | prob | life | lagprob. ``max_tuples`` bounds the join windows of one
+    operator instance (not the K-slack buffers); ``allocation`` fixed = ⌊M/m⌋ per stream,
+    variable = one pool of M; ``stats_window_ms`` = the recent input the value
+    frequencies use (0 = all input so far)."""
+
+    model_config = _FROZEN
+
+    mode: Literal["off", "rand", "prob", "life", "lagprob"] = "off"
+    max_tuples: int | None = Field(default=None, gt=0, validate_default=True)
+    allocation: Literal["fixed", "variable"] = "fixed"
+    stats_window_ms: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0)
+
+    @field_validator("max_tuples")
+    @classmethod
+    def _needed(cls, value: int | None, info: ValidationInfo) -> int | None:
+        mode = info.data.get("mode", "off")
+        if value is None and mode != "off":
+            raise ValueError(f"required when mode is {mode!r}")
+        return value
+
+
 class JobSpec(BaseModel):
     """``[job]``: the Spark Structured Streaming job (routing, triggers, checkpoint)."""
 
@@ -147,6 +180,7 @@ class Spec(BaseModel):
     disorder: DisorderSpec = DisorderSpec()
     shedding: SheddingSpec = SheddingSpec()
     job: JobSpec = JobSpec()
+    memory: MemorySpec = MemorySpec()
     #: the user's own topics, one per stream (None: harvest's ``<prefix>.in.*`` topics)
     inputs: dict[str, InputSpec] | None = None
     output: OutputSpec = OutputSpec()
@@ -164,6 +198,10 @@ class Spec(BaseModel):
             )
         if self.job.master_stream is not None and self.job.master_stream not in self.join.streams:
             raise ValueError(f"job.master_stream: {self.job.master_stream!r} is not a stream")
+        mem, m = self.memory, len(self.join.streams)
+        if mem.mode != "off" and mem.allocation == "fixed" and (mem.max_tuples or 0) < m:
+            raise ValueError(f"memory.max_tuples: fixed allocation over {m} streams needs at "
+                             f"least {m} tuples, got {mem.max_tuples}")
         return self
 
 

@@ -27,7 +27,10 @@ tuples now stored for stream j, assuming a window holds values as its input does
 Over the statistics' common horizon T, λ_l·P_l(v) = C_l(v)/T (``ValueStats.mass``), so
 π_i(v) ∝ Σ_{l≠i} C_l(v)·Π_{j∉{i,l}} n_j·C_j(v)/C_j. For m = 2 this is C_l(v): the
 paper's p_S(r) times the partner stream's rate — the same order within a fixed pool, and
-comparable across streams in a variable pool even when the rates differ.
+comparable across streams in a variable pool even when the rates differ. Every count gets
+a prior of ``PRIOR_COUNT`` = ½ tuple: a value not seen on a partner stream yet may still
+arrive (sweeping or drifting values), so no priority is exactly 0 and LIFE's and
+lagprob's factors still rank such tuples; a constant shift keeps PROB's 2-way order.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from pipeline.operators.windows import StreamWindow
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+#: pseudo-count added to every C_l(v) (see the module docstring)
+PRIOR_COUNT = 0.5
 
 
 class Residents:
@@ -245,7 +250,7 @@ class BoundedMemory:
         """π_stream(v) of the module docstring for each key: expected results per unit
         of event time (up to a common factor)."""
         others = [l for l in range(self.m) if l != stream]
-        mass = {l: self.stats.mass(l, keys) for l in others}
+        mass = {l: self.stats.mass(l, keys) + PRIOR_COUNT for l in others}
         if self.m == 2:
             return mass[others[0]]
         frac = {j: self.res[j].n * mass[j] / max(float(self.stats.totals[j]), 1.0)
@@ -262,10 +267,11 @@ class BoundedMemory:
     def expected_matches(self, stream: int, keys: Any, probe: int) -> F64:
         """Results a probe of stream ``probe`` is expected to give per stream-``stream``
         key: P_probe(v)·Π_{j∉{stream, probe}} n_j·P_j(v)."""
-        out = self.stats.mass(probe, keys) / max(float(self.stats.totals[probe]), 1.0)
+        out = ((self.stats.mass(probe, keys) + PRIOR_COUNT)
+               / max(float(self.stats.totals[probe]), 1.0))
         for j in range(self.m):
             if j not in (stream, probe):
-                out = out * (self.res[j].n * self.stats.mass(j, keys)
+                out = out * (self.res[j].n * (self.stats.mass(j, keys) + PRIOR_COUNT)
                              / max(float(self.stats.totals[j]), 1.0))
         return out
 
