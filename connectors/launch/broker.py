@@ -299,12 +299,13 @@ class LocalKafka:
         layout = self.config.secure_layout
         layout.secure_dir.mkdir(parents=True, exist_ok=True)
         layout.secure_dir.chmod(0o700)
-        if self._formatted():
-            creds = self._credentials()
-        else:
+        fresh = not self._formatted()
+        if fresh:  # a new data directory: new passwords, and keystores locked with them
             creds = sec.Credentials.generate()
             creds.save(layout.credentials_file)
-        if not (layout.keystore.is_file() and layout.ca_pem.is_file()):
+        else:
+            creds = self._credentials()
+        if fresh or not (layout.keystore.is_file() and layout.ca_pem.is_file()):
             sec.make_certificates(sec.keytool_for(java), layout, creds.keystore_password)
         return creds
 

@@ -221,6 +221,8 @@ def make_certificates(keytool: Path, layout: SecureLayout, store_password: Secre
         if done.returncode != 0:
             raise InfraError(f"keytool {args[0]} exited with code {done.returncode}: "
                              f"{(done.stdout + done.stderr).strip()[-1500:]}")
+    for leftover in (csr, crt):
+        Path(leftover).unlink(missing_ok=True)
     for path in tls.iterdir():
         path.chmod(0o600)
     layout.ca_pem.chmod(0o644)  # the CA certificate is public

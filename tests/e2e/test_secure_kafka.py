@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ from pipeline.core.jsonl import read_jsonl
 from pipeline.core.settings import PROJECT_ROOT, load_settings
 from pipeline.quality.oracle import oracle
 from pipeline.spec.model import load_spec
-from tests.e2e.conftest import max_delay
+from pipeline.testing.streams import max_delay
 
 pytestmark = [pytest.mark.kafka]
 
@@ -106,6 +107,12 @@ def test_status_says_secure_and_a_plaintext_up_is_refused(secure_broker: SecureB
     assert up.returncode == 1
     assert "a secure broker already runs" in up.stderr and "harvest kafka down" in up.stderr
     assert "secure" in harvest(["kafka", "status"], env).stdout  # still the same broker
+    layout = secure_broker.config.secure_layout
+    for private in (secure_broker.config.properties_file, layout.credentials_file,
+                    layout.keystore, *(layout.client_file(p) for p in sec.PRINCIPALS)):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
+    assert sorted(p.name for p in layout.tls_dir.iterdir()) == ["broker.p12", "ca.p12",
+                                                                "ca.pem"]
     assert_no_secret(secure_broker, "`kafka up --secure` output", secure_broker.up_output)
     assert_no_secret(secure_broker, "`kafka status` output", status.stdout + status.stderr)
 
