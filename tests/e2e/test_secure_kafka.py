@@ -214,6 +214,14 @@ def test_produce_join_consume_over_sasl_ssl_equals_oracle_and_leaks_no_password(
     assert set(ids) == truth
     assert report["results"] == len(ids)
 
+    if (PROJECT_ROOT / "pipeline" / "cli" / "dump_cmd.py").exists():  # `harvest dump` (#14)
+        reader = secure_broker.env("reader", HARVEST_TOPIC_PREFIX=prefix)
+        dumped = harvest(["dump", "--spec", str(spec_path), "--output",
+                          str(tmp_path / "d.jsonl"), "--timeout", "5"], reader)
+        outputs["dump"] = dumped.stdout + dumped.stderr
+        assert dumped.returncode == 0, dumped.stderr[-3000:]
+        assert len(read_jsonl(tmp_path / "d.jsonl")) == len(records)
+
     for where, text in outputs.items():
         assert_no_secret(secure_broker, where, text)
     files = [p for p in checkpoint.rglob("*") if p.is_file()]
