@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -124,3 +125,29 @@ def sensor_spec(predicate: str, routing: str = "atr", groups: int = 1, slack: in
                             "epsilon": 0.4}
     return parse_spec({"join": join, "disorder": {"mode": disorder, "slack_ms": slack},
                        "job": {"routing": routing, "groups": groups, "segment_ms": 500}})
+
+
+def max_delay(records: Sequence[Mapping[str, Any]]) -> int:
+    """The largest arrival − event time of the records (K ≥ this makes K-slack exact).
+
+    >>> max_delay([{"event_time": 10, "arrival_time": 15}, {"event_time": 3, "arrival_time": 3}])
+    5
+    """
+    return max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
+
+
+def exact_spec(join: Mapping[str, Any], slack_ms: int, job: Mapping[str, Any]) -> Spec:
+    """An exact-join spec: fixed K = ``slack_ms``, no shedding, 500 ms trigger, short idle
+    flush, 2 shuffle partitions (``job`` adds or overrides ``[job]`` keys).
+
+    >>> sp = exact_spec({"streams": ["s1", "s2"], "window_ms": 100, "predicate": "equi",
+    ...                  "attribute": "a1"}, 250, {"workload": "sensors"})
+    >>> sp.disorder.slack_ms, sp.shedding.mode, sp.job.trigger_ms
+    (250, 'off', 500)
+    """
+    return parse_spec({
+        "join": dict(join),
+        "disorder": {"mode": "fixed", "slack_ms": slack_ms},
+        "shedding": {"mode": "off"},
+        "job": {"trigger_ms": 500, "idle_flush_ms": 2_000, "shuffle_partitions": 2, **job},
+    })

@@ -19,7 +19,7 @@ from connectors.workloads.registry import schema_for
 from pipeline.core.settings import PROJECT_ROOT, Settings, load_settings
 from pipeline.spark.session import SessionConfig, build_session, connector_jars
 from pipeline.spark.submit import JobReport, job_config, submit
-from pipeline.spec.model import Spec, parse_spec
+from pipeline.spec.model import Spec
 
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
 
@@ -42,27 +42,12 @@ def job_settings(kafka_bootstrap: str, tmp_path: Path) -> Settings:
     return load_settings(bootstrap_servers=kafka_bootstrap, cache_dir=tmp_path / "cache")
 
 
-def make_spec(join: Mapping[str, Any], slack_ms: int, job: Mapping[str, Any]) -> Spec:
-    """An exact-join spec: fixed K = ``slack_ms``, no shedding, short idle flush."""
-    return parse_spec({
-        "join": dict(join),
-        "disorder": {"mode": "fixed", "slack_ms": slack_ms},
-        "shedding": {"mode": "off"},
-        "job": {"trigger_ms": 500, "idle_flush_ms": 2_000, "shuffle_partitions": 2, **job},
-    })
-
-
 def workload(name: str, *, rate: float, duration_s: float, disorder: str,
              seed: int) -> list[dict[str, Any]]:
     """A generated workload (3 streams s1..s3) in arrival order."""
     spec = WorkloadSpec(name, streams=3, rates=(rate,), duration_s=duration_s,  # type: ignore[arg-type]
                         disorder=(parse_model(disorder),), seed=seed)
     return generate(spec)
-
-
-def max_delay(records: Sequence[Mapping[str, Any]]) -> int:
-    """The largest arrival − event time of the records (K ≥ this makes K-slack exact)."""
-    return max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
 
 
 def encoded_messages(records: Sequence[Mapping[str, Any]], prefix: str,

@@ -28,11 +28,10 @@ from connectors.io.topics import deadletter_topic, metrics_topic, results_topic
 from pipeline.core.settings import PROJECT_ROOT, Settings
 from pipeline.quality.oracle import oracle
 from pipeline.spec.model import Spec
+from pipeline.testing.streams import exact_spec, max_delay
 from tests.e2e.conftest import (
     SERDE,
     encoded_messages,
-    make_spec,
-    max_delay,
     publish,
     read_topic,
     run_job,
@@ -104,8 +103,8 @@ def test_join_job_equals_oracle_and_dead_letters_malformed_input(
 ) -> None:
     records = workload(workload_name, rate=25.0, duration_s=12.0, disorder="exp:mean=150",
                        seed=11)
-    spec = make_spec(join, max_delay(records), {"workload": workload_name, **routing,
-                                                "max_offsets_per_trigger": 500})
+    spec = exact_spec(join, max_delay(records), {"workload": workload_name, **routing,
+                                                 "max_offsets_per_trigger": 500})
     messages, bad = with_malformed(encoded_messages(records, topic_prefix, workload_name), 25)
     assert len(set(bad.values())) == 3
     publish(kafka_bootstrap, messages)

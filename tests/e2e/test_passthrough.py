@@ -10,7 +10,8 @@ from pyspark.sql import SparkSession
 from connectors.io.consumer import Consumed
 from connectors.io.topics import deadletter_topic, results_topic
 from pipeline.core.settings import Settings
-from tests.e2e.conftest import encoded_messages, make_spec, publish, read_topic, run_job, workload
+from pipeline.testing.streams import exact_spec
+from tests.e2e.conftest import encoded_messages, publish, read_topic, run_job, workload
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e]
 
@@ -21,8 +22,8 @@ def test_passthrough_returns_every_record_unchanged(
 ) -> None:
     records = workload("sensors", rate=20.0, duration_s=10.0, disorder="exp:mean=200", seed=3)
     publish(kafka_bootstrap, encoded_messages(records, topic_prefix, "sensors"))
-    spec = make_spec({"streams": ["s1", "s2", "s3"], "window_ms": 1000, "predicate": "band",
-                      "attribute": "value", "epsilon": 0.1}, 0, {"workload": "sensors"})
+    spec = exact_spec({"streams": ["s1", "s2", "s3"], "window_ms": 1000, "predicate": "band",
+                       "attribute": "value", "epsilon": 0.1}, 0, {"workload": "sensors"})
 
     report = run_job(spark, spec, job_settings, topic_prefix, tmp_path / "ck",
                      passthrough=True)
