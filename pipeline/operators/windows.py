@@ -107,10 +107,14 @@ class BasicWindow:
     def drop_rows(self, rows: NDArray[np.int64]) -> None:
         """Remove rows ``rows`` (ascending, distinct; memory-bounded windows evict single
         tuples). The others keep their order; the value index is rebuilt on demand."""
+        gone = self.ts.view()[rows]
+        inside = bool(((gone > self.min_ts) & (gone < self.max_ts)).all())
         self.ts.delete(rows)
         self.seq.delete(rows)
         self.feats.delete(rows)
         self._ix_n = 0
+        if inside:
+            return  # the oldest and newest rows stay: min/max unchanged
         if len(self.ts):
             tsv = self.ts.view()
             self.min_ts = int(tsv.min())
@@ -120,8 +124,15 @@ class BasicWindow:
             self.max_ts = np.iinfo(np.int64).min
 
     def find(self, ts: int, seq: int) -> NDArray[np.int64]:
-        """Rows holding the tuple (ts, seq) — one, or none if it is not stored here."""
-        return np.flatnonzero((self.seq.view() == seq) & (self.ts.view() == ts))
+        """Rows holding the tuple (ts, seq) — one, or none if it is not stored here (a
+        binary search over ts while the rows are in ts order)."""
+        tsv = self.ts.view()
+        if self.ordered:
+            a, b = tsv.searchsorted((ts, ts + 1)).tolist()
+            hit = np.flatnonzero(self.seq.view()[a:b] == seq) + a
+            if hit.size:
+                return hit
+        return np.flatnonzero((self.seq.view() == seq) & (tsv == ts))
 
     def rows_between(self, t_lo: int, t_hi: int) -> Rows:
         """Ascending rows with t_lo ≤ ts ≤ t_hi (None = every row): a slice found by

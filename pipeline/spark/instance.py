@@ -209,6 +209,16 @@ class JoinInstance:
         eng = self.engine
         return int(eng.join.state_size() + sum(len(k) for k in eng.kslacks) + len(eng.sync))
 
+    def _memory_extra(self) -> dict[str, float]:
+        """With ``[memory]`` on, for ``extra``: the evictions so far, ``window_state`` (tuples
+        in the join windows, at most ``memory_budget``) and ``kslack_tuples`` (K-slack and
+        Synchronizer, outside the bound); nothing when it is off."""
+        mem = self.engine.memory_metrics()
+        if mem is None:
+            return {}
+        return {key: float(mem[key])
+                for key in ("evictions", "window_state", "memory_budget", "kslack_tuples")}
+
     def _metric_rows(self, wall_now: int) -> list[dict[str, Any]]:
         """``drain_metrics`` rows merged per stream time → ``operator_metrics`` fields.
 
@@ -232,6 +242,7 @@ class JoinInstance:
         rate_in = d_in / span_s if span_s > 0 else 0.0
         rate_out = d_out / span_s if span_s > 0 else 0.0
         self.meta.update(last_time=t_end, last_inputs=stats.inputs, last_results=stats.results)
+        memory = self._memory_extra()
         for t in sorted(merged):
             row = merged[t]
             fractions = row.get("harvest_fractions") or []
@@ -239,6 +250,7 @@ class JoinInstance:
             extra = {k: float(v) for k, v in row.items()
                      if k not in _METRIC_KEYS and isinstance(v, int | float)
                      and not isinstance(v, bool) and math.isfinite(float(v))}
+            extra.update(memory)
             out.append({
                 "kind": "metric", "instance": str(self.route_key),
                 "time": t, "wall_time": wall_now,

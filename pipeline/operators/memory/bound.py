@@ -55,7 +55,7 @@ PRIOR_COUNT = 0.5
 class Residents:
     """The stored tuples of one stream: ts, seq, arrival order and join key columns."""
 
-    __slots__ = ("keys", "n", "order", "seq", "sparse", "ts")
+    __slots__ = ("keys", "n", "oldest", "order", "seq", "sparse", "ts")
 
     def __init__(self, capacity: int, d: int, sparse: bool) -> None:
         cap = max(4, capacity)
@@ -65,10 +65,15 @@ class Residents:
         self.sparse = sparse
         self.keys: Any = [] if sparse else np.zeros((cap, d))
         self.n = 0
+        #: a lower bound of the stored ts (exact after :meth:`keep`): purges are O(1)
+        #: until some tuple can be stale
+        self.oldest = np.iinfo(np.int64).max
 
     def add(self, ts: int, seq: int, order: int, key: Any) -> None:
         self.stage(ts, seq, order, key)
         self.n += 1
+        if ts < self.oldest:
+            self.oldest = ts
 
     def stage(self, ts: int, seq: int, order: int, key: Any) -> None:
         """Write a candidate into row n without storing it (a newcomer being ranked
@@ -120,6 +125,7 @@ class Residents:
         else:
             self.keys[:k] = self.keys[:n][mask]
         self.n = k
+        self.oldest = int(self.ts[:k].min()) if k else np.iinfo(np.int64).max
 
     def key_view(self, n: int | None = None) -> Any:
         """The first n keys (default: the stored ones; n + 1 includes a staged one)."""
@@ -208,10 +214,14 @@ class BoundedMemory:
         for s in streams:
             r = self.res[s]
             lo = join_time - self.windows_ms[s]
+            if r.oldest >= lo:
+                continue
             stale = r.ts[: r.n] < lo
             if stale.any():
                 r.keep(~stale)
                 windows[s].expire_rows(lo)
+            else:
+                r.oldest = int(r.ts[: r.n].min()) if r.n else np.iinfo(np.int64).max
 
     def pool_size(self, pool: int) -> int:
         return sum(self.res[s].n for s in self.pools[pool])
