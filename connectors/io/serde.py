@@ -99,17 +99,20 @@ class AvroSerde:
 
     @classmethod
     def from_dir(cls, path: Path) -> AvroSerde:
-        """Load every ``*.avsc`` in ``path`` as the current schema of its name."""
+        """Load every ``*.avsc`` in ``path`` as the current schema of its name, and every
+        ``history/*.avsc`` (earlier versions, e.g. ``join_result`` before ``Member`` had
+        partition/offset) as a known writer schema."""
         files = sorted(Path(path).glob("*.avsc"))
         if not files:
             raise SchemaNotFoundError(f"no *.avsc schema files in {path}")
         serde = cls()
-        for file in files:
+        older = sorted((Path(path) / "history").glob("*.avsc"))
+        for file in [*files, *older]:
             try:
                 schema = json.loads(file.read_text())
             except (OSError, json.JSONDecodeError) as exc:
                 raise SerializationError(f"cannot read schema file {file}: {exc}") from exc
-            serde.register(schema, current=True)
+            serde.register(schema, current=file in files)
         return serde
 
     def register(self, schema: Mapping[str, Any], *, current: bool = False) -> SchemaEntry:

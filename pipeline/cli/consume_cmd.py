@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, TextIO
 
 from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
@@ -20,6 +21,9 @@ from connectors.io.serde import AvroSerde
 from pipeline.cli.args import positive_float, positive_int
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
+from pipeline.runtime.dump import topic_serde
+from pipeline.runtime.inputs import resolve_inputs, topic_prefix
+from pipeline.spec.model import load_spec
 
 log = get_logger(__name__)
 
@@ -58,12 +62,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="consumer group id: resume at its committed offsets and commit what is read "
         "(default: a fresh group, nothing committed)",
     )
+    p.add_argument(
+        "--spec",
+        type=Path,
+        default=None,
+        help="job spec (TOML): decode its results with the generated result schema (payload "
+        "fields; or JSON with [output] format = \"json\") and its [inputs] topics in their "
+        "formats",
+    )
     p.set_defaults(handler=run)
+
+
+def _serde(args: argparse.Namespace, settings: Settings) -> AvroSerde:
+    """harvest's serde, or with ``--spec`` the decoder of that spec's topic."""
+    serde = AvroSerde.from_dir(settings.schemas_dir)
+    if args.spec is None:
+        return serde
+    spec = load_spec(args.spec)
+    prefix = topic_prefix(spec, settings.topic_prefix)
+    plan = resolve_inputs(spec, settings.schemas_dir, prefix=prefix)
+    return topic_serde(plan, args.topic, spec.output.topics(prefix)[0], serde)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Consume and print; exit 0 (undecodable records are counted on stderr, not fatal)."""
-    serde = AvroSerde.from_dir(settings.schemas_dir)
+    serde = _serde(args, settings)
     config = ConsumerConfig.from_settings(
         settings,
         group_id=args.group,

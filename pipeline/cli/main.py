@@ -20,6 +20,8 @@ SUBCOMMAND_MODULES = (
     "pipeline.cli.kafka_cmd",
     "pipeline.cli.produce_cmd",
     "pipeline.cli.consume_cmd",
+    "pipeline.cli.dump_cmd",
+    "pipeline.cli.schema_cmd",
     "pipeline.cli.submit_cmd",
     "pipeline.cli.join_cmd",
     "pipeline.cli.oracle_cmd",

@@ -1,10 +1,12 @@
 """`harvest submit --spec S`: run the Spark Structured Streaming job (pipeline.spark).
 
-Reads ``<prefix>.in.<workload>.<stream>`` for the spec's streams, writes results to
-``<prefix>.results``, operator metrics to ``<prefix>.metrics`` and undecodable records to
-``<prefix>.deadletter``. ``--passthrough`` (or ``[job] mode = "passthrough"``) re-encodes
-the decoded input to ``<prefix>.results`` instead of joining. Prints a JSON summary line
-(batches, input rows, results, metrics, dead letters) on stdout when it stops.
+Reads ``<prefix>.in.<workload>.<stream>`` for the spec's streams — or the ``[inputs]``
+topics, which it never creates (a missing one fails it within 30 s) — and writes results
+to ``<prefix>.results``, operator metrics to ``<prefix>.metrics`` and undecodable records
+to ``<prefix>.deadletter`` (or the ``[output]`` topics). ``--passthrough`` (or
+``[job] mode = "passthrough"``) re-encodes the decoded input to ``<prefix>.results``
+instead of joining. Prints a JSON summary line (batches, input rows, results, metrics,
+dead letters) on stdout when it stops.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+#: how long `harvest submit` waits for missing [inputs] topics before it fails
+INPUTS_TIMEOUT_S = 30.0
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     """SIGTERM → KeyboardInterrupt, so the query stops cleanly (checkpoint consistent)."""
     raise KeyboardInterrupt
@@ -58,7 +64,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of `harvest submit`."""
     # imported here so `harvest --help` and other subcommands never start a JVM
     from pipeline.spark.session import SessionConfig, build_session, connector_jars
-    from pipeline.spark.submit import check_until_idle, job_config, report_line, submit
+    from pipeline.spark.submit import (
+        check_until_idle,
+        job_config,
+        report_line,
+        submit,
+        wait_for_inputs,
+    )
 
     spec = load_spec(args.spec)
     if args.max_offsets_per_trigger is not None:
@@ -68,6 +80,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                      checkpoint=args.checkpoint, topic_prefix=args.topic_prefix,
                      workload=args.workload)
     check_until_idle(cfg, args.until_idle)
+    if cfg.foreign:  # the user's topics must exist (never created): fail before Spark starts
+        wait_for_inputs(cfg, settings.kafka_client_config(), INPUTS_TIMEOUT_S)
     session = SessionConfig(master=args.master, app_name=f"harvest-{cfg.mode}",
                             jars=connector_jars(settings),
                             shuffle_partitions=spec.job.shuffle_partitions,

@@ -31,6 +31,8 @@ def _stream(valid: DataFrame, i: int, name: str, key: str, delay_ms: int) -> Dat
             sf.timestamp_millis(sf.col("event_time").cast("long")).alias(f"ts{i}"),
             sf.col(key).alias(f"k{i}"),
             sf.lit(name).alias(f"name{i}"),
+            sf.col("partition").cast("int").alias(f"part{i}"),
+            sf.col("offset").cast("long").alias(f"off{i}"),
         )
         .withWatermark(f"ts{i}", f"{delay_ms} milliseconds")
     )
@@ -72,7 +74,8 @@ def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
     m = len(streams)
     members = sf.array(*[
         sf.struct(sf.col(f"name{i}").alias("stream"), sf.col(f"seq{i}").alias("seq"),
-                  sf.col(f"et{i}").alias("event_time"))
+                  sf.col(f"et{i}").alias("event_time"), sf.col(f"part{i}").alias("partition"),
+                  sf.col(f"off{i}").alias("offset"))
         for i in range(m)
     ])
     preimage = sf.concat_ws("|", *[sf.concat_ws(":", sf.col(f"name{i}"),

@@ -28,6 +28,7 @@ from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.hooks import PluginEnv
 from pipeline.operators.virtual_cpu import WallBudget
+from pipeline.runtime.members import MemberStore
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
 
@@ -37,7 +38,8 @@ OUTPUT_DDL = (
     "emit_time long, time long, wall_time long, z double, harvest_fractions string, "
     "k_ms long, recall_target double, instant_recall_target double, "
     "estimated_recall double, measured_recall double, rate_in double, rate_out double, "
-    "queue_drops long, state_size long, extra string, dl_key binary, dl_value binary"
+    "queue_drops long, state_size long, extra string, dl_key binary, dl_value binary, "
+    "payload binary"
 )
 OUTPUT_COLUMNS = tuple(part.strip().split(" ")[0] for part in OUTPUT_DDL.split(","))
 TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input"
@@ -63,9 +65,17 @@ class InstanceConfig:
     trigger_ms: int = 1_000
     #: ``[job] speedup``: stream time per wall time of the input (the wall budget)
     speedup: float = 1.0
+    #: results carry the members' payload bytes (envelope column ``payload``), joined by
+    #: ``payload_separator`` (Avro: none; JSON: a comma)
+    payload: bool = False
+    payload_separator: bytes = b""
+    #: ``seq = partition · 2^40 + offset`` (``[inputs] id = "offset"``): coordinates from seq
+    offset_ids: bool = False
 
     @classmethod
-    def from_spec(cls, spec: Spec, attributes: Iterable[str]) -> InstanceConfig:
+    def from_spec(cls, spec: Spec, attributes: Iterable[str], *, payload: bool = False,
+                  payload_separator: bytes = b"", offset_ids: bool = False
+                  ) -> InstanceConfig:
         """From the job spec (``[job] budget`` applies, ARCHITECTURE §5); ``attributes`` are the
         input record's non-envelope fields."""
         return cls(
@@ -74,7 +84,16 @@ class InstanceConfig:
             attributes=tuple(attributes),
             trigger_ms=spec.job.trigger_ms,
             speedup=spec.job.speedup,
+            payload=payload,
+            payload_separator=payload_separator,
+            offset_ids=offset_ids,
         )
+
+    def member_store(self) -> MemberStore:
+        """An empty store of the members' Kafka coordinates and payloads."""
+        return MemberStore(self.engine.streams, self.engine.windows,
+                           offset_ids=self.offset_ids, payload=self.payload,
+                           separator=self.payload_separator)
 
     def env(self, wall_clock: Callable[[], float]) -> PluginEnv:
         """The plug-ins' environment: the instance's wall clock and the job's speed-up."""
@@ -86,8 +105,10 @@ class JoinInstance:
 
     def __init__(self, config: InstanceConfig, route_key: int,
                  wall_clock: Callable[[], float], engine: Engine | None = None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None,
+                 members: MemberStore | None = None) -> None:
         self.config = config
+        self.members = members if members is not None else config.member_store()
         self.route_key = route_key
         self.router = Router(config.router)
         self._wall = wall_clock
@@ -101,7 +122,8 @@ class JoinInstance:
     # ------------------------------------------------------------------ state
     def dump(self) -> bytes:
         """Pickled engine snapshot + counters (what the Spark state store keeps)."""
-        return pickle.dumps({"engine": self.engine.snapshot(), "meta": self.meta},
+        return pickle.dumps({"engine": self.engine.snapshot(), "meta": self.meta,
+                             "members": self.members.snapshot()},
                             protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
@@ -112,12 +134,13 @@ class JoinInstance:
             data = pickle.loads(blob)
             snap = data["engine"]
             meta = dict(data["meta"])
+            members = config.member_store().restore(data.get("members"))
         except (pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
             raise OperatorStateError(
                 f"instance {route_key}: unreadable state blob of {len(blob)} bytes: {exc!r}"
             ) from exc
         engine = Engine.from_snapshot(config.engine, snap, config.env(wall_clock))
-        return cls(config, route_key, wall_clock, engine=engine, meta=meta)
+        return cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
 
     # ------------------------------------------------------------------ input
     def events(self, frame: pd.DataFrame) -> list[Event]:
@@ -139,7 +162,21 @@ class JoinInstance:
                 rows["event_time"].tolist(), rows["arrival_time"].tolist(), strict=True)):
             out.append(Event(int(s), int(seq), int(ts), int(arr),
                              {name: attrs[name][i] for name in attrs}))
+        self._remember(rows, out)
         return out
+
+    def _remember(self, rows: pd.DataFrame, events: list[Event]) -> None:
+        """The events' Kafka coordinates and payload bytes, for their results."""
+        store = self.members
+        if not store.keep:
+            return
+        n = len(events)
+        parts = _column(rows, "partition", n)
+        offsets = _column(rows, "offset", n)
+        payloads = _column(rows, "payload", n) if store.payload else [None] * n
+        for ev, part, off, pay in zip(events, parts, offsets, payloads, strict=True):
+            store.add(ev.stream, ev.seq, ev.ts, _opt_int(part), _opt_int(off),
+                      bytes(pay) if pay is not None else None)
 
     def process(self, frame: pd.DataFrame) -> list[pd.DataFrame]:
         """One micro-batch of this key's rows → result and metrics frames.
@@ -194,8 +231,13 @@ class JoinInstance:
         owned = self._owned(results)
         now = int(self._wall_ms())
         if owned:
-            frames.append(result_frame(owned, str(self.route_key), now))
-            self.meta["emitted"] = int(self.meta.get("emitted", 0)) + len(owned)
+            frame = result_frame(owned, str(self.route_key), now, self.members)
+            if len(frame) < len(owned):  # a member's payload was not kept: never expected
+                self.meta["payload_missing"] = int(self.meta.get("payload_missing", 0)) + (
+                    len(owned) - len(frame))
+            frames.append(frame)
+            self.meta["emitted"] = int(self.meta.get("emitted", 0)) + len(frame)
+        self.members.evict(int(self.engine.join.join_time))
         rows = self._metric_rows(now)
         if rows:
             frames.append(_frame(rows))
@@ -270,6 +312,18 @@ class JoinInstance:
         return out
 
 
+def _column(rows: pd.DataFrame, name: str, n: int) -> list[Any]:
+    """A column as a list (``n`` Nones if the frame has none)."""
+    return rows[name].tolist() if name in rows.columns else [None] * n
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    f = float(value)
+    return int(f) if math.isfinite(f) else None
+
+
 def _opt_float(value: Any) -> float | None:
     if value is None:
         return None
@@ -294,10 +348,18 @@ def dead_letter_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def result_frame(results: list[JoinResult], instance: str, emit_ms: int) -> pd.DataFrame:
-    """Join results → output rows (``members`` as JSON, decoded again in Spark SQL)."""
-    return _frame([
-        {"kind": "result", "instance": instance, "id": r.id, "result_time": r.result_time,
-         "members": json.dumps(r.to_json()["members"]), "emit_time": emit_ms}
-        for r in results
-    ])
+def result_frame(results: list[JoinResult], instance: str, emit_ms: int,
+                 members: MemberStore | None = None) -> pd.DataFrame:
+    """Join results → output rows (``members`` as JSON with the Kafka coordinates,
+    decoded again in Spark SQL; ``payload``: the members' payload bytes). A result whose
+    payload is incomplete is left out (the caller counts it)."""
+    rows = []
+    for r in results:
+        payload = members.payload_of(r) if members is not None else None
+        if members is not None and members.payload and payload is None:
+            continue
+        listed = members.members_json(r) if members is not None else r.to_json()["members"]
+        rows.append({"kind": "result", "instance": instance, "id": r.id,
+                     "result_time": r.result_time, "members": json.dumps(listed),
+                     "emit_time": emit_ms, "payload": payload})
+    return _frame(rows) if rows else _frame([]).iloc[0:0]

@@ -2,8 +2,9 @@
 
 Dataflow (ARCHITECTURE §1)::
 
-    readStream kafka (P.in.<workload>.<stream>, earliest)
-      → decode (header check + from_avro PERMISSIVE)  ─ rejected ─→ dead_letter → P.deadletter
+    readStream kafka (P.in.<workload>.<stream> or the [inputs] topics, earliest)
+      → decode (header check + from_avro PERMISSIVE; [inputs]: avro | avro-raw | json,
+        pipeline.spark.inputs)  ─ rejected ─→ dead_letter → P.deadletter
       → valid envelope rows
           passthrough: re-encode → P.results
           join: route (hash | ATR, Gu et al. §2; explode replicas) + liveness ticks
@@ -31,17 +32,20 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from connectors.io.serde import AvroSerde
-from connectors.io.topics import (
-    deadletter_topic,
-    input_topic,
-    metrics_topic,
-    results_topic,
-    schema_for,
-)
+from connectors.io.topics import input_topic, schema_for, validate_topic
 from pipeline.diffusion.routing import Router, RouterConfig
-from pipeline.spark.decode import DecodeConfig, decode, envelope, kafka_source
+from pipeline.runtime.inputs import InputPlan
+from pipeline.spark.decode import DecodeConfig, decode, kafka_source
+from pipeline.spark.inputs import (
+    attribute_names,
+    decode_inputs,
+    envelope_columns,
+    payload_column,
+    payload_schemas,
+)
 from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, TICK_STREAM, InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
+from pipeline.spark.results import result_value
 from pipeline.spark.sinks import (
     dead_letter_value,
     passthrough_rows,
@@ -51,7 +55,6 @@ from pipeline.spark.sinks import (
 from pipeline.spec.model import Spec
 
 Mode = Literal["passthrough", "join"]
-MEMBERS_TYPE = "array<struct<stream:string,seq:bigint,event_time:bigint>>"
 
 
 @dataclass(frozen=True)
@@ -66,18 +69,28 @@ class JobConfig:
     checkpoint: str
     client_options: Mapping[str, str]
     idle_flush_ms: int
+    #: the inputs checked against their schema files, and the result schema
+    plan: InputPlan | None = None
+
+    @property
+    def foreign(self) -> bool:
+        """Reads the user's ``[inputs]`` topics (not harvest's own)."""
+        return self.plan is not None and self.plan.foreign
 
     @property
     def input_topics(self) -> tuple[str, ...]:
-        """``P.in.<workload>.<stream>`` for every stream of ``[join] streams``."""
+        """The ``[inputs]`` topics, else ``P.in.<workload>.<stream>`` per stream."""
+        if self.plan is not None and self.plan.foreign:
+            return self.plan.topics
         return tuple(input_topic(self.topic_prefix, self.workload, s)
                      for s in self.spec.join.streams)
 
     @property
     def output_topics(self) -> tuple[str, str, str]:
-        """``(P.results, P.metrics, P.deadletter)``."""
-        p = self.topic_prefix
-        return results_topic(p), metrics_topic(p), deadletter_topic(p)
+        """``(results, metrics, deadletter)``: ``[output]``'s, by default ``P.results``,
+        ``P.metrics``, ``P.deadletter``."""
+        results, metrics, dead = self.spec.output.topics(self.topic_prefix)
+        return validate_topic(results), validate_topic(metrics), validate_topic(dead)
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form (logged at start)."""
@@ -125,8 +138,9 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
             g = r.config.groups
             tick = pd.DataFrame({c: [None] * g for c in columns})
             tick["stream_idx"] = TICK_STREAM
-            for c in ("seq", "event_time", "arrival_time"):
-                tick[c] = 0
+            for c in ("seq", "event_time", "arrival_time", "partition", "offset"):
+                if c in tick.columns:
+                    tick[c] = 0
             tick["route_key"] = np.arange(g, dtype=np.int32)
             yield tick
 
@@ -153,15 +167,12 @@ def _routed(valid: DataFrame, spec: Spec) -> DataFrame:
 
 
 def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFrame:
-    """Processor rows → Kafka rows: results as join_result, metrics as operator_metrics."""
+    """Processor rows → Kafka rows: results as join_result (+ payload; or JSON), metrics
+    as operator_metrics."""
+    assert cfg.plan is not None
     results, metrics, deadletters = cfg.output_topics
     kind = sf.col("kind")
     is_result = kind == "result"
-    result_rec = sf.struct(
-        sf.col("id"), sf.col("result_time"),
-        sf.from_json(sf.col("members"), MEMBERS_TYPE).alias("members"),
-        sf.col("instance"), sf.col("emit_time"),
-    )
     metric_rec = sf.struct(
         sf.col("time"), sf.col("wall_time"), sf.col("instance"), sf.col("z"),
         sf.from_json(sf.col("harvest_fractions"), "array<double>").alias("harvest_fractions"),
@@ -171,8 +182,7 @@ def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFra
         sf.from_json(sf.col("extra"), "map<string,double>").alias("extra"),
     )
     value: Column = (
-        sf.when(is_result, single_object(result_rec, serde.header("join_result"),
-                                        serde.schema_json("join_result")))
+        sf.when(is_result, result_value(cfg.plan, serde.schema_json("join_result")))
         .when(kind == "metric", single_object(metric_rec, serde.header("operator_metrics"),
                                               serde.schema_json("operator_metrics")))
         .otherwise(sf.col("dl_value"))
@@ -187,24 +197,64 @@ def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFra
     )
 
 
-def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
-                 max_offsets_per_trigger: int | None) -> DataFrame:
-    """The job's output rows ``(topic, key, value)`` — the whole dataflow above."""
-    dcfg = decode_config(cfg, serde)
-    raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
-                       cfg.client_options)
-    results, _, deadletters = cfg.output_topics
-    decoded = decode(raw, dcfg).select(
+def _dead_letters(decoded: DataFrame, serde: AvroSerde) -> DataFrame:
+    """``dl_key, dl_value``: the dead-letter record of a rejected row (null when valid)."""
+    return decoded.select(
         "*", sf.col("key").alias("dl_key"),
         dead_letter_value(serde.header("dead_letter"), serde.schema_json("dead_letter"))
         .alias("dl_value"),
     )
-    if cfg.mode == "passthrough":
-        return passthrough_rows(decoded, dcfg.field_names, (results, deadletters),
-                                serde.header(dcfg.schema_name), dcfg.schema_json)
-    pconf = ProcessorConfig(InstanceConfig.from_spec(cfg.spec, dcfg.attribute_names),
+
+
+def _own_envelope(decoded: DataFrame, dcfg: DecodeConfig, plan: InputPlan) -> DataFrame:
+    """harvest's own topics: the envelope + the record's Kafka coordinates + payload."""
+    fields = plan.streams[0].payload
+    payload = sf.lit(None).cast("binary")
+    if fields:
+        struct = sf.struct(*[sf.col(f) for f in fields])
+        schema = next(iter(payload_schemas(plan).values()))  # same fields for every stream
+        payload = sf.when(sf.col("reason").isNull(), payload_column(
+            struct, sf.col("stream"), schema, plan.output_format))
+    return decoded.select(
+        "stream_idx", *dcfg.field_names, sf.col("partition").cast("int").alias("partition"),
+        sf.col("offset").cast("long").alias("offset"), payload.alias("payload"), "kafka_ms",
+        "dl_key", "dl_value")
+
+
+def _instance_config(cfg: JobConfig, attributes: tuple[str, ...]) -> InstanceConfig:
+    """What every instance needs: with payload, with coordinates derived from seq?"""
+    plan = cfg.plan
+    assert plan is not None
+    offset_ids = plan.foreign and all(s.id_field is None for s in plan.streams)
+    return InstanceConfig.from_spec(
+        cfg.spec, attributes, payload=plan.has_payload,
+        payload_separator=b"," if plan.output_format == "json" else b"",
+        offset_ids=offset_ids)
+
+
+def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
+                 max_offsets_per_trigger: int | None) -> DataFrame:
+    """The job's output rows ``(topic, key, value)`` — the whole dataflow above."""
+    if cfg.plan is None:
+        raise ValueError("JobConfig.plan: resolve the inputs first (submit.job_config)")
+    raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
+                       cfg.client_options)
+    results, _, deadletters = cfg.output_topics
+    if cfg.foreign:
+        decoded = _dead_letters(decode_inputs(raw, cfg.plan), serde)
+        attributes = attribute_names(cfg.plan)
+        env = decoded.select(*envelope_columns(cfg.plan), "dl_key", "dl_value")
+    else:
+        dcfg = decode_config(cfg, serde)
+        decoded = _dead_letters(decode(raw, dcfg), serde)
+        if cfg.mode == "passthrough":
+            return passthrough_rows(decoded, dcfg.field_names, (results, deadletters),
+                                    serde.header(dcfg.schema_name), dcfg.schema_json)
+        attributes = dcfg.attribute_names
+        env = _own_envelope(decoded, dcfg, cfg.plan)
+    pconf = ProcessorConfig(_instance_config(cfg, attributes),
                             idle_flush_ms=cfg.idle_flush_ms, run_token=uuid.uuid4().hex)
-    joined = _routed(envelope(decoded, dcfg), cfg.spec).groupBy("route_key") \
+    joined = _routed(env, cfg.spec).groupBy("route_key") \
         .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")
     return _encode_outputs(joined, cfg, serde)
 

@@ -20,12 +20,13 @@ from pydantic import SecretStr
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from connectors.io.admin import ensure_topics
+from connectors.io.admin import ensure_topics, list_topic_names
 from connectors.io.serde import AvroSerde
-from pipeline.core.errors import ConfigError, JobFailedError
+from pipeline.core.errors import ConfigError, JobFailedError, TopicError
 from pipeline.core.logging import get_logger
 from pipeline.core.secrets import ClientOptions, scrub
 from pipeline.core.settings import Settings
+from pipeline.runtime.inputs import resolve_inputs
 from pipeline.spark.job import JobConfig, Mode, start_job
 from pipeline.spec.model import Spec
 
@@ -108,12 +109,19 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
     resolved_mode: Mode = mode or spec.job.mode
     ck = checkpoint or spec.job.checkpoint or str(
         settings.cache_dir / "checkpoints" / f"{prefix}-{resolved_mode}")
+    if spec.inputs is not None and resolved_mode == "passthrough":
+        raise ConfigError("--passthrough: re-encodes harvest's own input topics; "
+                          "it does not apply to a spec with [inputs]")
+    resolved_workload = workload or spec.job.workload
     cfg = JobConfig(
         spec=spec, mode=resolved_mode, bootstrap=settings.resolved_bootstrap(),
-        topic_prefix=prefix, workload=workload or spec.job.workload,
+        topic_prefix=prefix, workload=resolved_workload,
         checkpoint=str(Path(ck).absolute()),
         client_options=java_client_options(settings),
         idle_flush_ms=spec.job.idle_flush_ms,
+        # the spec against its schema files: a ConfigError naming the key (exit 2)
+        plan=resolve_inputs(spec, settings.schemas_dir, prefix=prefix,
+                            workload=resolved_workload),
     )
     _ = cfg.input_topics, cfg.output_topics  # ConfigError naming a bad prefix or workload
     return cfg
@@ -228,10 +236,36 @@ def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
     return report
 
 
-def prepare_topics(cfg: JobConfig, settings: Settings) -> None:
-    """Create the input and output topics that do not exist yet (one partition each)."""
+def prepare_topics(cfg: JobConfig, settings: Settings, *, inputs_timeout_s: float = 30.0,
+                   clock: Callable[[], float] = time.monotonic) -> None:
+    """Create the output topics (and harvest's own input topics) that do not exist yet
+    (one partition each). The user's ``[inputs]`` topics are never created: one still
+    missing after ``inputs_timeout_s`` raises :class:`TopicError` naming it."""
+    client = settings.kafka_client_config()
+    if cfg.foreign:
+        wait_for_inputs(cfg, client, inputs_timeout_s, clock)
+        ensure_topics(cfg.bootstrap, cfg.output_topics, client_config=client)
+        return
     ensure_topics(cfg.bootstrap, [*cfg.input_topics, *cfg.output_topics],
-                  client_config=settings.kafka_client_config())
+                  client_config=client)
+
+
+def wait_for_inputs(cfg: JobConfig, client: Mapping[str, Any], timeout_s: float,
+                    clock: Callable[[], float] = time.monotonic) -> None:
+    """Wait until every input topic exists; :class:`TopicError` naming the missing ones."""
+    deadline = clock() + timeout_s
+    while True:
+        present = list_topic_names(cfg.bootstrap, client, timeout=max(1.0, min(
+            10.0, deadline - clock())))
+        missing = [t for t in cfg.input_topics if t not in present]
+        if not missing:
+            return
+        if clock() >= deadline:
+            raise TopicError(
+                f"input topic(s) {missing} of [inputs] do not exist on {cfg.bootstrap} "
+                f"after {timeout_s:g} s; harvest never creates them — create them or fix "
+                "inputs.<stream>.topic")
+        time.sleep(0.5)
 
 
 def submit(spark: SparkSession, cfg: JobConfig, settings: Settings,

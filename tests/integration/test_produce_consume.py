@@ -116,8 +116,10 @@ def test_every_schema_round_trips_through_the_broker(
 ) -> None:
     results = [
         {"id": f"r{i}", "result_time": 10 * i,
-         "members": [{"stream": "s0", "seq": i, "event_time": 10 * i},
-                     {"stream": "s1", "seq": i + 1, "event_time": 10 * i - 3}],
+         "members": [{"stream": "s0", "seq": i, "event_time": 10 * i, "partition": i % 3,
+                      "offset": i},
+                     {"stream": "s1", "seq": i + 1, "event_time": 10 * i - 3,
+                      "partition": 0, "offset": 7 * i}],
          "instance": "g0", "emit_time": 1_700_000_000_000 + i}
         for i in range(50)
     ]
