@@ -97,6 +97,14 @@ def test_every_cli_flag_is_in_docs_cli() -> None:
         sorted(set(missing)))
 
 
+def test_every_command_is_in_the_docs_cli_index() -> None:
+    text = (DOCS / "cli.md").read_text()
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [name for name in sub.choices if f"[`{name}`](#harvest-{name})" not in text]
+    assert not missing, (f"docs/cli.md's command table does not link: {missing} "
+                         "(add a row like | [`name`](#harvest-name) | what it does |)")
+
+
 def test_every_harvest_setting_is_in_docs_cli() -> None:
     body = sections((DOCS / "cli.md").read_text()).get("Settings", "")
     prefix = str(Settings.model_config.get("env_prefix", ""))
