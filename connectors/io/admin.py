@@ -240,7 +240,8 @@ def list_topic_names(
 class Acl:
     """One ALLOW ACL: ``principal`` (``User:name``) may ``operation`` on the resource.
 
-    ``resource`` is ``topic``, ``group`` or ``cluster``; ``name`` ``*`` with the literal
+    ``resource`` is ``topic``, ``group``, ``cluster`` or ``transactional_id``; ``name``
+    ``*`` with the literal
     pattern means every resource of that type (``kafka-cluster`` for the cluster).
     """
 
@@ -252,10 +253,11 @@ class Acl:
     def binding(self) -> AclBinding:
         """The confluent-kafka binding (host ``*``, literal pattern, ALLOW)."""
         kinds = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
-                 "cluster": ResourceType.BROKER}
+                 "cluster": ResourceType.BROKER,
+                 "transactional_id": ResourceType.TRANSACTIONAL_ID}
         if self.resource not in kinds:
-            raise ConfigError(f"acl resource: expected topic|group|cluster, got "
-                              f"{self.resource!r}")
+            raise ConfigError(f"acl resource: expected topic|group|cluster|transactional_id, "
+                              f"got {self.resource!r}")
         try:
             operation = AclOperation[self.operation.upper()]
         except KeyError:

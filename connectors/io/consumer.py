@@ -5,7 +5,8 @@
 is reported, never fatal and never lost. All partitions of each topic are assigned
 directly (no group rebalance), from the beginning or from the end - or, when a group id
 is given, from that group's committed offsets (falling back to beginning/end), with the
-offsets of what was read committed on the way. Reading stops after
+offsets of what was read committed on the way. ``read_committed`` reads only committed
+transactions (exactly-once results, ARCHITECTURE §4). Reading stops after
 ``max_records`` records, after ``idle_timeout_s`` seconds without a new record, or - with
 ``until_end`` - once every partition is read up to its end.
 """
@@ -41,6 +42,10 @@ class ConsumerConfig:
     until_end: bool = False
     connect_timeout_s: float = 10.0
     batch_size: int = 1000
+    #: ``isolation.level=read_committed``: skip records of aborted transactions and stop
+    #: at the last stable offset (an open transaction holds the reader back until it ends);
+    #: otherwise ``read_uncommitted`` (Kafka's default; librdkafka's is read_committed)
+    read_committed: bool = False
 
     def __post_init__(self) -> None:
         if self.max_records is not None and self.max_records <= 0:
@@ -69,6 +74,7 @@ class ConsumerConfig:
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest" if self.from_beginning else "latest",
             "enable.partition.eof": True,
+            "isolation.level": "read_committed" if self.read_committed else "read_uncommitted",
         }
 
 

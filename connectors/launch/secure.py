@@ -57,11 +57,14 @@ _TOPIC_WRITE = ("WRITE", "CREATE", "DESCRIBE")
 #: cluster: since Kafka 3.0 (KIP-679) WRITE on any topic lets a principal initialize an
 #: idempotent producer — `harvest produce` and the Spark sink are idempotent producers.
 #: ``job`` and ``reader`` READ groups: the Spark source's ``spark-kafka-source-*`` groups,
-#: `harvest consume`'s ``harvest-consume-*`` groups and any ``--group`` name.
+#: `harvest consume`'s ``harvest-consume-*`` groups and any ``--group`` name. ``job``
+#: WRITEs transactional ids: the exactly-once sink's ``harvest-<query id>``.
 ACLS: tuple[Acl, ...] = (
     *(Acl("User:producer", "topic", op) for op in _TOPIC_WRITE),
     *(Acl("User:job", "topic", op) for op in ("READ", *_TOPIC_WRITE)),
     Acl("User:job", "group", "READ"),
+    Acl("User:job", "transactional_id", "WRITE"),
+    Acl("User:job", "transactional_id", "DESCRIBE"),
     Acl("User:reader", "topic", "READ"),
     Acl("User:reader", "topic", "DESCRIBE"),
     Acl("User:reader", "group", "READ"),

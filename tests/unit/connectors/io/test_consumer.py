@@ -53,3 +53,11 @@ def test_undecodable_becomes_a_valid_dead_letter_record() -> None:
         "reason": "bad single-object marker", "topic": "harvest.in.sensors.s1",
         "partition": 2, "offset": 41, "raw": b"\x00garbage", "time": 1234,
     })
+
+
+@pytest.mark.parametrize(("read_committed", "level"),
+                         [(False, "read_uncommitted"), (True, "read_committed")])
+def test_isolation_level(read_committed: bool, level: str) -> None:
+    """Kafka's default (read_uncommitted) unless asked; librdkafka's own default differs."""
+    conf = ConsumerConfig(bootstrap="h:1", read_committed=read_committed).librdkafka()
+    assert conf["isolation.level"] == level

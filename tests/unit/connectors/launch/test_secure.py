@@ -105,7 +105,8 @@ def test_acls_grant_each_principal_exactly_its_rights() -> None:
     assert _grants("producer") == {("topic", "WRITE"), ("topic", "CREATE"),
                                    ("topic", "DESCRIBE")}
     assert _grants("job") == {("topic", "READ"), ("topic", "WRITE"), ("topic", "CREATE"),
-                              ("topic", "DESCRIBE"), ("group", "READ")}
+                              ("topic", "DESCRIBE"), ("group", "READ"),
+                              ("transactional_id", "WRITE"), ("transactional_id", "DESCRIBE")}
     assert _grants("reader") == {("topic", "READ"), ("topic", "DESCRIBE"), ("group", "READ")}
     assert _grants("admin") == set()  # a super user
     assert all(a.name == "*" for a in sec.ACLS)
