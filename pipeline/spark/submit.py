@@ -107,8 +107,10 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
     if topic_prefix is None and spec.job.topic_prefix == "harvest":
         prefix = settings.topic_prefix
     resolved_mode: Mode = mode or spec.job.mode
+    # [inputs] jobs are named after their results topic, harvest's own after the prefix
+    name = spec.output.topic if spec.inputs is not None and spec.output.topic else prefix
     ck = checkpoint or spec.job.checkpoint or str(
-        settings.cache_dir / "checkpoints" / f"{prefix}-{resolved_mode}")
+        settings.cache_dir / "checkpoints" / f"{name}-{resolved_mode}")
     if spec.inputs is not None and resolved_mode == "passthrough":
         raise ConfigError("--passthrough: re-encodes harvest's own input topics; "
                           "it does not apply to a spec with [inputs]")
