@@ -35,7 +35,8 @@ class DisorderConfig:
 
 @dataclass(frozen=True)
 class SheddingConfig:
-    """GrubJoin window harvesting (Gedik et al.) or RandomDrop; the fields and defaults of
+    """GrubJoin window harvesting (Gedik et al.) or a baseline (random drop, adaptive or
+    static; tail drop); the fields and defaults of
     ``[shedding]``, with ``budget`` already resolved (``[job] budget`` inside Spark).
 
     ``mode`` names a shedder of :data:`pipeline.operators.registry.SHEDDERS`.
@@ -56,6 +57,25 @@ class SheddingConfig:
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = 0.0
     utilization: float = 0.8
+    #: harvest-fraction solver: auto (exact Pareto DP for m ≤ 3, else greedy), greedy
+    #: (the paper's greedy double-sided) or exact (m ≤ 3 only)
+    solver: Literal["auto", "greedy", "exact"] = "auto"
+    #: taildrop / randomdrop-static on the wall budget: the input queue's bound as a
+    #: modelled backlog in ms of stream time (None: one adaptation interval Δ)
+    queue_ms: int | None = None
+    #: randomdrop-static: stream time (ms) over which rates, selectivities and the cost of
+    #: a comparison are measured before the keep probabilities are fixed (None: Δ)
+    warmup_ms: int | None = None
+
+    @property
+    def queue_bound_ms(self) -> int:
+        """The wall queue's backlog bound: ``queue_ms`` or Δ."""
+        return self.adapt_interval_ms if self.queue_ms is None else self.queue_ms
+
+    @property
+    def warmup_span_ms(self) -> int:
+        """randomdrop-static's measuring span: ``warmup_ms`` or Δ."""
+        return self.adapt_interval_ms if self.warmup_ms is None else self.warmup_ms
 
 
 @dataclass(frozen=True)

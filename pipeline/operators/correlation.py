@@ -103,7 +103,9 @@ class LagHistograms:
     def scores(self, i: int, l: int) -> FloatArray:
         """p^k_{i,·} for the n_l logical basic windows of W_l probed by S_i tuples.
 
-        Returns a flat vector when the histograms involved are still empty.
+        Returns a flat vector when the histograms involved are still empty, and zeros
+        when they are learned but put no mass in W_l's age range: S_i tuples then find
+        no partner there (e.g. S_l lags S_i, so the partners arrive later).
         """
         n = self.config.n_windows
         k = np.arange(n[l], dtype=np.float64)
@@ -125,7 +127,7 @@ class LagHistograms:
             weight = hl / hl.sum()
             lo = k[:, None] + mids[None, :]
             p = interval_mass(self.counts[i], self.edges(i), lo, lo + 1.0) @ weight  # Eq. (4)
-        return p if float(p.sum()) > 0.0 else flat
+        return p
 
     def snapshot(self) -> dict[str, Any]:
         return {"counts": [c.copy() for c in self.counts]}

@@ -254,8 +254,14 @@ EXACT_MAX_GRID = 400
 EXACT_MAX_M = 3
 
 
-def configure(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc") -> IntArray:
-    """The harvest fractions GrubJoin installs at each adaptation step.
+Solver = Literal["auto", "greedy", "exact"]
+
+
+def configure(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc",
+              solver: Solver = "auto") -> IntArray:
+    """The harvest fractions GrubJoin installs at each adaptation step (``solver``:
+    ``[shedding] solver``; ``auto`` is described below, ``greedy`` always runs the
+    paper's greedy double-sided, ``exact`` always the Pareto DP — m ≤ 3 only).
 
     Deviation from the paper (ours): the paper always runs greedy double-sided, whose
     one-window-at-a-time steps cannot reach optima that split the budget across
@@ -269,10 +275,17 @@ def configure(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc") ->
     selectivities are still unknown).
     """
     _check(z, heuristic)
+    if solver not in ("auto", "greedy", "exact"):
+        raise ConfigError(f"shedding.solver: expected auto|greedy|exact, got {solver!r}")
+    if solver == "exact" and model.m > EXACT_MAX_M:
+        raise ConfigError(f"shedding.solver: 'exact' solves m <= {EXACT_MAX_M} streams, "
+                          f"got {model.m}; use 'auto' or 'greedy'")
     if z >= 1.0:  # the full join (like greedy reverse; the DP would drop zero-output work)
         return model.max_counts().astype(np.int64)
+    if solver == "greedy":
+        return greedy_double_sided(model, z, heuristic)
     grid = np.prod(model.max_counts(), axis=1)
-    if model.m <= EXACT_MAX_M and int(grid.max()) <= EXACT_MAX_GRID:
+    if solver == "exact" or (model.m <= EXACT_MAX_M and int(grid.max()) <= EXACT_MAX_GRID):
         counts, _ = pareto_dp(model, z)
         return counts
     return greedy_double_sided(model, z, heuristic)

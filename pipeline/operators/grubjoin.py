@@ -7,9 +7,10 @@ direction — or, with probability ω (``shred_rate``), a window-shredding plan 
 per-basic-window feedback feeds the lag histograms and the selectivity estimates.
 Every Δ (``adapt_interval_ms``, §IV-A): z from β and γ; rates, selectivities and scores
 (Eqs. (1)–(4), or flat with ``learn = false``) give the model (§IV-C);
-:func:`~pipeline.operators.greedy.configure` gives the harvest fractions z_{i,j} — the
-exact optimum for m ≤ 3 (ours), else greedy double-sided with the chosen metric
-(§IV-D); window
+:func:`~pipeline.operators.greedy.configure` gives the harvest fractions z_{i,j} — with
+``solver = "auto"`` the exact optimum for m ≤ 3 (ours), else greedy double-sided with the
+chosen metric (§IV-D); ``"greedy"`` always the paper's greedy, ``"exact"`` always the DP;
+window
 rankings s^v_{i,j} order the logical basic windows each direction scans.
 
 Ours: each direction's positions are executed in the order of the matches their
@@ -30,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.core.errors import OperatorStateError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.events import Event
-from pipeline.operators.greedy import configure
+from pipeline.operators.greedy import EXACT_MAX_M, configure
 from pipeline.operators.harvest import (
     OnlineStats,
     build_model,
@@ -130,6 +131,9 @@ class GrubJoinShedder:
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
         sh = config.shedding
+        if sh.solver == "exact" and config.m > EXACT_MAX_M:
+            raise ConfigError(f"shedding.solver: 'exact' solves m <= {EXACT_MAX_M} streams, "
+                              f"got {config.m}; use 'auto' or 'greedy'")
         self.config = config
         self.budget = make_budget(sh.budget, sh.capacity, sh.queue, sh.utilization,
                                   env.clock, env.speedup)
@@ -213,7 +217,7 @@ class GrubJoinShedder:
             capped = cap is not None and self.z_model > cap
             if capped and cap is not None:
                 self.z_model = cap
-            counts = configure(model, self.z_model, sh.heuristic)
+            counts = configure(model, self.z_model, sh.heuristic, sh.solver)
             share = 1.0
             if not counts.any():
                 counts = cheapest_productive(model)

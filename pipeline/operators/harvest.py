@@ -168,8 +168,16 @@ def build_model(
     """
     m = len(windows_ms)
     first, deep = selectivity
+    raw = {(i, l): score_fn(i, l) for i in range(m) for l in range(m) if l != i}
+    dead = [pair for pair, p in raw.items() if not float(np.sum(p)) > 0.0]
+    if dead:
+        # learned lags with no mass in W_l's age range: no partners for S_i there, so
+        # σ_{i,l} = 0 (not the reverse direction's estimate that fills an unmeasured pair)
+        first, deep = np.array(first, dtype=np.float64), np.array(deep, dtype=np.float64)
+        for i, l in dead:
+            first[i, l] = deep[i, l] = 0.0
     orders = stable_orders(first, previous_orders)
-    scores = [[score_fn(i, int(orders[i, j])) for j in range(m - 1)] for i in range(m)]
+    scores = [[raw[(i, int(orders[i, j]))] for j in range(m - 1)] for i in range(m)]
     seg = rates * np.asarray(windows_ms, dtype=np.float64) / 1000.0
     model = HarvestModel.build(rates, seg, first, scores, orders, tuple_cost, deep,
                                indexed=indexed, window_cost=window_cost,

@@ -1,6 +1,6 @@
 """Which class implements each ``disorder.mode`` / ``shedding.mode`` of the spec.
 
-Plug-ins that live in other modules (quality-driven K, GrubJoin, RandomDrop) are named
+Plug-ins that live in other modules (quality-driven K, GrubJoin, the drop baselines) are named
 here by module and class and imported on first use, so the engine never imports them
 eagerly and a missing plug-in is a clear :class:`ConfigError`.
 """
@@ -18,10 +18,13 @@ if TYPE_CHECKING:  # static check only: every class below satisfies its factory 
     from pipeline.operators.noshed import NoShedder
     from pipeline.operators.quality_policy import QualityPolicy
     from pipeline.operators.randomdrop import RandomDropShedder
+    from pipeline.operators.randomdrop_static import StaticRandomDropShedder
     from pipeline.operators.slack_policies import FixedSlack, MaxSlack, NoSlack
+    from pipeline.operators.taildrop import TailDropShedder
 
     _POLICIES: tuple[SlackPolicyFactory, ...] = (NoSlack, MaxSlack, FixedSlack, QualityPolicy)
-    _SHEDDERS: tuple[ShedderFactory, ...] = (NoShedder, GrubJoinShedder, RandomDropShedder)
+    _SHEDDERS: tuple[ShedderFactory, ...] = (NoShedder, GrubJoinShedder, RandomDropShedder,
+                                             StaticRandomDropShedder, TailDropShedder)
 
 SLACK_POLICIES: dict[str, tuple[str, str]] = {
     "none": ("pipeline.operators.slack_policies", "NoSlack"),
@@ -34,6 +37,8 @@ SHEDDERS: dict[str, tuple[str, str]] = {
     "off": ("pipeline.operators.noshed", "NoShedder"),
     "grubjoin": ("pipeline.operators.grubjoin", "GrubJoinShedder"),
     "randomdrop": ("pipeline.operators.randomdrop", "RandomDropShedder"),
+    "randomdrop-static": ("pipeline.operators.randomdrop_static", "StaticRandomDropShedder"),
+    "taildrop": ("pipeline.operators.taildrop", "TailDropShedder"),
 }
 
 

@@ -17,6 +17,14 @@
   input record over a latency target): above 1 the next reading's β and headroom are
   capped by its inverse, whatever the CPU accounting says — Spark's own per-row work
   (decode, Arrow, Kafka) is invisible to the clock but shows up there.
+* :class:`WallQueue` — ours: the wall clock behind a bounded input queue, for the
+  shedders that drop arrivals instead of throttling (``taildrop``, ``randomdrop-static``).
+  A single server in stream time whose service times are the measured wall seconds of
+  each tuple (scaled by speed-up / utilization): a tuple arriving at ``now`` is dropped
+  when the modelled backlog ``busy_until − now`` exceeds ``bound_ms``. In a FIFO queue a
+  tuple's wait is fixed by the work ahead of it, so this is tail drop with a queue bounded
+  in waiting time rather than in tuples. Only clock *differences* enter the state, so a
+  snapshot restores exactly under a new clock.
 """
 
 from __future__ import annotations
@@ -242,6 +250,145 @@ class WallBudget:
         return obj
 
 
+@dataclass(frozen=True)
+class WallQueueConfig:
+    speedup: float = 1.0
+    utilization: float = 0.8
+    #: largest modelled backlog (ms of stream time) an arrival may join
+    bound_ms: float = 5_000.0
+
+    def __post_init__(self) -> None:
+        WallBudgetConfig(self.speedup, self.utilization)  # same checks
+        if not self.bound_ms > 0:
+            raise ConfigError(f"queue_ms: must be > 0, got {self.bound_ms}")
+
+
+class WallQueue(WallBudget):
+    """Wall clock + a queue bounded in waiting time (module docstring; ours).
+
+    ``busy_until`` (stream ms) is when the modelled server is free: each admitted tuple
+    adds its measured seconds × 1000 × speed-up / utilization, and a micro-batch's time
+    outside admit→charge (:meth:`observe_batch`) is added the same way. A batch that
+    ended more than one lag target behind its input (lag ratio r > 1: Spark's own work
+    is not on the clock) stretches the next service times by r until the next batch
+    reports."""
+
+    def __init__(self, config: WallQueueConfig, clock: Callable[[], float]) -> None:
+        super().__init__(WallBudgetConfig(config.speedup, config.utilization), clock)
+        self.queue_config = config
+        self.busy_until = 0.0
+        self.last_now = 0.0
+        self.stretch = 1.0
+        self.admitted = 0
+        self.dropped = 0
+        self.dropped_mark = 0
+        self.overflows = 0
+        self.last_dropped = False
+        #: wall seconds of the tuple charged last (read by the static random drop)
+        self.last_took = 0.0
+
+    def _serve(self, seconds: float) -> None:
+        cfg = self.queue_config
+        self.busy_until = max(self.busy_until, self.last_now) + (
+            seconds * 1000.0 * cfg.speedup / cfg.utilization * self.stretch)
+
+    def admit(self, now: int) -> bool:
+        self.pushed += 1
+        self.last_now = max(self.last_now, float(now))
+        if self.busy_until - now > self.queue_config.bound_ms:
+            self.dropped += 1
+            if not self.last_dropped:
+                self.overflows += 1
+                self.last_dropped = True
+            return False
+        self.last_dropped = False
+        self.admitted += 1
+        self.started = self.clock()
+        return True
+
+    def charge(self, cost: float, now: int) -> None:
+        took = max(0.0, self.clock() - self.started)
+        self.spent += took
+        self.timed_total += took
+        self.cost += cost
+        self.last_took = took
+        self.last_now = max(self.last_now, float(now))
+        self._serve(took)
+
+    def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
+        super().observe_batch(overhead_s, lag_ratio)
+        self._serve(max(0.0, overhead_s))
+        self.stretch = max(1.0, lag_ratio) if lag_ratio is not None else 1.0
+
+    def backlog_ms(self) -> float:
+        """Modelled backlog at the last arrival (ms of stream time)."""
+        return max(0.0, self.busy_until - self.last_now)
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading:
+        """As :meth:`WallBudget.measure`, with the queue's drops; β = consumed / pushed
+        capped by the time ratio."""
+        pushed = self.pushed
+        dropped = self.dropped - self.dropped_mark
+        reading = super().measure(now, interval_ms)
+        consumed = pushed - dropped
+        beta = min(reading.beta, consumed / pushed if pushed else 1.0)
+        overflows, self.overflows = self.overflows, 0
+        self.dropped_mark = self.dropped
+        return BudgetReading(beta=beta, headroom=reading.headroom, pushed=pushed,
+                             consumed=consumed, dropped=dropped, cost=reading.cost,
+                             overflows=overflows)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "busy_until": self.busy_until,
+                "last_now": self.last_now, "stretch": self.stretch,
+                "admitted": self.admitted, "dropped": self.dropped,
+                "dropped_mark": self.dropped_mark, "overflows": self.overflows,
+                "last_dropped": self.last_dropped, "last_took": self.last_took}
+
+    @classmethod
+    def from_queue_snapshot(cls, config: WallQueueConfig, clock: Callable[[], float],
+                            snap: dict[str, Any]) -> WallQueue:
+        base = WallBudget.from_snapshot(WallBudgetConfig(config.speedup, config.utilization),
+                                        clock, snap)
+        obj = cls(config, clock)
+        obj.spent, obj.pushed, obj.cost = base.spent, base.pushed, base.cost
+        obj.timed_total, obj.lag_cap = base.timed_total, base.lag_cap
+        try:
+            obj.busy_until = float(snap["busy_until"])
+            obj.last_now = float(snap["last_now"])
+            obj.stretch = float(snap["stretch"])
+            obj.admitted = int(snap["admitted"])
+            obj.dropped = int(snap["dropped"])
+            obj.dropped_mark = int(snap["dropped_mark"])
+            obj.overflows = int(snap["overflows"])
+            obj.last_dropped = bool(snap["last_dropped"])
+            obj.last_took = float(snap["last_took"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"wall queue: bad snapshot {snap!r}") from exc
+        return obj
+
+
+def make_queue_budget(
+    budget: str,
+    capacity: float | None,
+    queue: int,
+    bound_ms: float,
+    utilization: float,
+    clock: Callable[[], float] | None,
+    speedup: float,
+) -> VirtualCpu | WallQueue:
+    """A budget that drops arrivals from a bounded input queue (``taildrop``,
+    ``randomdrop-static``): the virtual CPU with ``queue`` tuples, or the wall clock with
+    a backlog bound of ``bound_ms`` of stream time."""
+    if budget == "wall":
+        if clock is None:
+            raise ConfigError("shedding.budget: 'wall' needs a clock callable to be injected")
+        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms), clock)
+    budget_source = make_budget(budget, capacity, queue, utilization, clock, speedup)
+    assert isinstance(budget_source, VirtualCpu)
+    return budget_source
+
+
 def make_budget(
     budget: str,
     capacity: float | None,
@@ -268,4 +415,14 @@ def restore_budget(
     """A budget of the same kind and config as ``budget`` with the state of ``snap``."""
     if isinstance(budget, VirtualCpu):
         return VirtualCpu.from_snapshot(budget.config, snap)
+    if isinstance(budget, WallQueue):
+        return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)
     return WallBudget.from_snapshot(budget.config, budget.clock, snap)
+
+def restore_queue_budget(
+    budget: VirtualCpu | WallQueue, snap: dict[str, Any]
+) -> VirtualCpu | WallQueue:
+    """:func:`restore_budget` for the budgets of :func:`make_queue_budget`."""
+    if isinstance(budget, VirtualCpu):
+        return VirtualCpu.from_snapshot(budget.config, snap)
+    return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)

@@ -27,6 +27,9 @@ from pipeline.spec.inputs import InputSpec, check_inputs
 from pipeline.spec.output import OutputSpec
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
+#: the largest m for which ``[shedding] solver = "exact"`` is allowed (the Pareto DP's
+#: per-direction grids grow as n^(m−1))
+EXACT_SOLVER_MAX_M = 3
 
 
 class JoinSpec(BaseModel):
@@ -102,11 +105,14 @@ class DisorderSpec(BaseModel):
 
 
 class SheddingSpec(BaseModel):
-    """``[shedding]``: GrubJoin window harvesting (Gedik et al.) or RandomDrop."""
+    """``[shedding]``: GrubJoin window harvesting (Gedik et al.) or a baseline: random
+    drop (``randomdrop``: adaptive, sized every Δ by the throttle; ``randomdrop-static``:
+    the paper's, fixed after a warm-up) or tail drop (``taildrop``: a bounded input
+    queue, nothing else)."""
 
     model_config = _FROZEN
 
-    mode: Literal["off", "grubjoin", "randomdrop"] = "off"
+    mode: Literal["off", "grubjoin", "randomdrop", "randomdrop-static", "taildrop"] = "off"
     basic_window_ms: int = Field(default=2_000, gt=0)
     adapt_interval_ms: int = Field(default=5_000, gt=0)
     boost: float = Field(default=1.2, gt=1.0)
@@ -121,6 +127,12 @@ class SheddingSpec(BaseModel):
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = Field(default=0.0, ge=0.0)
     utilization: float = Field(default=0.8, gt=0.0, le=1.0)
+    #: harvest-fraction solver: auto = exact Pareto DP for m ≤ 3, greedy above
+    solver: Literal["auto", "greedy", "exact"] = "auto"
+    #: taildrop / randomdrop-static on the wall budget: backlog bound (ms of stream time)
+    queue_ms: int | None = Field(default=None, gt=0)
+    #: randomdrop-static: measuring span before the keep probabilities are fixed
+    warmup_ms: int | None = Field(default=None, gt=0)
     # A virtual budget with shedding needs ``capacity``: checked when the engine config is
     # resolved (pipeline.runtime.resolve), not here, because one spec file serves both
     # ``harvest join`` ([shedding] budget) and ``harvest submit`` ([job] budget).
@@ -198,6 +210,9 @@ class Spec(BaseModel):
             )
         if self.job.master_stream is not None and self.job.master_stream not in self.join.streams:
             raise ValueError(f"job.master_stream: {self.job.master_stream!r} is not a stream")
+        if self.shedding.solver == "exact" and len(self.join.streams) > EXACT_SOLVER_MAX_M:
+            raise ValueError(f"shedding.solver: 'exact' solves m <= {EXACT_SOLVER_MAX_M} "
+                             f"streams, got {len(self.join.streams)}; use 'auto' or 'greedy'")
         mem, m = self.memory, len(self.join.streams)
         if mem.mode != "off" and mem.allocation == "fixed" and (mem.max_tuples or 0) < m:
             raise ValueError(f"memory.max_tuples: fixed allocation over {m} streams needs at "
