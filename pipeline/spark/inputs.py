@@ -280,7 +280,8 @@ def payload_column(struct: Column, stream: Column, schema: dict[str, Any], fmt: 
     """One member's payload bytes: the Avro body of its payload record (``schema``), or
     for JSON results the text ``"<stream>":{...}``."""
     if fmt == "json":
-        return sf.concat(sf.lit('"'), stream, sf.lit('":'), sf.to_json(struct)).cast("binary")
+        text = sf.to_json(struct, {"ignoreNullFields": "false"})  # a null prints as null
+        return sf.concat(sf.lit('"'), stream, sf.lit('":'), text).cast("binary")
     return to_avro(struct, json.dumps(strip_logical(schema)))
 
 

@@ -48,7 +48,7 @@ def result_value(plan: InputPlan, base_schema_json: str) -> Column:
     record = result_struct()
     payload = sf.col("payload")
     if plan.output_format == "json":
-        text = sf.to_json(record)
+        text = sf.to_json(record, {"ignoreNullFields": "false"})
         spliced = sf.concat(sf.regexp_replace(text, sf.lit(r"\}$"), sf.lit(",")),
                             payload.cast("string"), sf.lit("}"))
         return sf.when(payload.isNull(), text).otherwise(spliced).cast("binary")

@@ -133,3 +133,53 @@ def test_spark_and_dump_agree_on_every_record(spark: SparkSession) -> None:
         assert env == {k: want[k] for k in env}, i
         assert _payload(want["stream"], bytes(row["payload"])) == want["payload"], i
     assert accepted == 6
+
+
+def _result_rows(spark: SparkSession, plan: Any, payloads: list[bytes | None]) -> Any:
+    """Processor-like result rows: one result over the three members' payload bytes."""
+    from pipeline.spark.results import result_value
+
+    members = json.dumps([{"stream": s, "seq": i, "event_time": 10 + i, "partition": i,
+                           "offset": 40 + i} for i, s in enumerate(("north", "south",
+                                                                     "east"))])
+    sep = b"," if plan.output_format == "json" else b""
+    payload = sep.join(p for p in payloads if p is not None) if all(payloads) else None
+    df = spark.createDataFrame(
+        [("r1", 12, members, "0", 99, payload)],
+        "id string, result_time long, members string, instance string, emit_time long, "
+        "payload binary")
+    base = json.dumps(json.loads((PROJECT_ROOT / "schemas" / "join_result.avsc").read_text()))
+    return df.select(result_value(plan, base).alias("value")).collect()[0]["value"]
+
+
+def test_results_with_payload_as_avro_and_json(spark: SparkSession, tmp_path: Any) -> None:
+    import shutil
+
+    for f in DATA.glob("*.avsc"):
+        shutil.copy(f, tmp_path / f.name)
+    text = (DATA / "spec.toml").read_text()
+    (tmp_path / "spec.toml").write_text(text.replace('payload = ["*"]',
+                                                     'payload = ["*"]\nformat = "json"'))
+    json_plan = resolve_inputs(load_spec(tmp_path / "spec.toml"), PROJECT_ROOT / "schemas")
+    values = [("own.north", north()), ("own.south", south()), ("own.east", east())]
+    rows = [(t, 0, i, b"k", v, STAMP) for i, (t, v) in enumerate(values)]
+    raw = spark.createDataFrame(rows, "topic string, partition int, offset long, "
+                                      "key binary, value binary, timestamp timestamp")
+    want = [_python(t, v, 0, i) for i, (t, v) in enumerate(values)]
+    for plan in (PLAN, json_plan):
+        got = sorted(decode_inputs(raw, plan).collect(), key=lambda r: r["offset"])
+        value = bytes(_result_rows(spark, plan, [bytes(r["payload"]) for r in got]))
+        if plan.output_format == "json":
+            rec = json.loads(value.decode("utf-8"))
+        else:
+            schema = fastavro.parse_schema(strip_logical(plan.output_schema),
+                                           named_schemas={})
+            assert value[:10] == MAGIC + fingerprint(plan.output_schema)
+            rec = fastavro.schemaless_reader(io.BytesIO(value[10:]), schema, None)
+        assert isinstance(rec, dict)
+        assert list(rec)[:5] == ["id", "result_time", "members", "instance", "emit_time"]
+        assert rec["members"][2] == {"stream": "east", "seq": 2, "event_time": 12,
+                                     "partition": 2, "offset": 42}
+        for w in want:
+            assert isinstance(w, dict)
+            assert rec[w["stream"]] == w["payload"], (plan.output_format, w["stream"])
