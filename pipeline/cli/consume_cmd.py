@@ -51,6 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--from-beginning", action="store_true", help="read from the earliest offset, not the end"
     )
     p.add_argument(
+        "--read-committed",
+        action="store_true",
+        help="isolation.level=read_committed: only records of committed transactions (the "
+        "exactly-once results; stops at the last stable offset). Default: read_uncommitted",
+    )
+    p.add_argument(
         "--timeout",
         type=positive_float,
         default=10.0,
@@ -93,6 +99,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from_beginning=args.from_beginning,
         max_records=args.max,
         idle_timeout_s=args.timeout,
+        read_committed=args.read_committed,
     )
     items = consume([args.topic], config=config, serde=serde)
     out = sys.stdout

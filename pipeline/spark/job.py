@@ -12,16 +12,18 @@ Dataflow (ARCHITECTURE §1)::
                 → kind=result → join_result → P.results ; kind=metric → operator_metrics → P.metrics
 
 One query, one checkpoint, one Kafka sink with a computed ``topic`` column: a micro-batch's
-outputs of every kind commit together. The Kafka sink is at-least-once; after a restart
-the last micro-batch may be written again, and result ids (ARCHITECTURE §4) make those
-duplicates removable (the consumer/evaluator dedups by id).
+outputs of every kind commit together. ``[output] delivery = "at-least-once"`` (default):
+Spark's Kafka sink; after a restart the last micro-batch may be written again, and result
+ids (ARCHITECTURE §4) make those duplicates removable (the consumer/evaluator dedups by
+id). ``"exactly-once"``: one Kafka transaction per micro-batch with its batch id
+(:mod:`pipeline.spark.exactly_once`), so read_committed consumers see each result once.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -36,6 +38,12 @@ from connectors.io.topics import input_topic, schema_for, validate_topic
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.runtime.inputs import InputPlan
 from pipeline.spark.decode import DecodeConfig, decode, kafka_source
+from pipeline.spark.exactly_once import (
+    BatchWriter,
+    ExactlyOnceConfig,
+    commits_topic,
+    start_exactly_once_sink,
+)
 from pipeline.spark.inputs import (
     attribute_names,
     decode_inputs,
@@ -55,6 +63,8 @@ from pipeline.spark.sinks import (
 from pipeline.spec.model import Spec
 
 Mode = Literal["passthrough", "join"]
+#: query id → the exactly-once writer of a running query (its transactions, for the bench)
+WRITERS: dict[str, BatchWriter] = {}
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,8 @@ class JobConfig:
     idle_flush_ms: int
     #: the inputs checked against their schema files, and the result schema
     plan: InputPlan | None = None
+    #: librdkafka security settings of the driver's own clients (the exactly-once sink)
+    driver_client_config: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def foreign(self) -> bool:
@@ -270,9 +282,26 @@ def observed(rows: DataFrame, cfg: JobConfig) -> DataFrame:
     )
 
 
+def exactly_once_config(cfg: JobConfig) -> ExactlyOnceConfig:
+    """The transactional sink of ``[output] delivery = "exactly-once"``."""
+    return ExactlyOnceConfig(
+        bootstrap=cfg.bootstrap, commits_topic=commits_topic(cfg.output_topics[0]),
+        transaction_timeout_ms=cfg.spec.output.transaction_timeout_ms,
+        client_config=cfg.driver_client_config)
+
+
 def start_job(spark: SparkSession, cfg: JobConfig, serde: AvroSerde) -> StreamingQuery:
-    """Build the dataflow and start the query writing to Kafka."""
+    """Build the dataflow and start the query writing to Kafka: Spark's Kafka sink
+    (at-least-once), or one Kafka transaction per micro-batch (exactly-once,
+    :mod:`pipeline.spark.exactly_once`)."""
     rows = observed(build_output(spark, cfg, serde, cfg.spec.job.max_offsets_per_trigger), cfg)
+    if cfg.spec.output.delivery == "exactly-once":
+        query, writer = start_exactly_once_sink(
+            rows, checkpoint=cfg.checkpoint, trigger_ms=cfg.spec.job.trigger_ms,
+            query_name=f"harvest-{cfg.mode}-{cfg.topic_prefix}",
+            config=exactly_once_config(cfg))
+        WRITERS[str(query.id)] = writer
+        return query
     return start_kafka_sink(
         rows, bootstrap=cfg.bootstrap, checkpoint=cfg.checkpoint,
         trigger_ms=cfg.spec.job.trigger_ms, client_options=cfg.client_options,

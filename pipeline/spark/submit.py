@@ -120,6 +120,7 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
         topic_prefix=prefix, workload=resolved_workload,
         checkpoint=str(Path(ck).absolute()),
         client_options=java_client_options(settings),
+        driver_client_config=settings.kafka_client_config(),
         idle_flush_ms=spec.job.idle_flush_ms,
         # the spec against its schema files: a ConfigError naming the key (exit 2)
         plan=resolve_inputs(spec, settings.schemas_dir, prefix=prefix,

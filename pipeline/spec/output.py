@@ -4,7 +4,8 @@ Without ``[inputs]`` the topics default to today's ``<prefix>.results``,
 ``<prefix>.metrics`` and ``<prefix>.deadletter``; with ``[inputs]`` ``topic`` is required
 and the others default to ``<topic>.metrics`` / ``<topic>.deadletter``. ``payload`` names
 the fields copied from every member into the result (``["*"]``: all of them; ``[]``: ids
-only). New keys (e.g. ``delivery``) are added as further fields of :class:`OutputSpec`.
+only). ``delivery`` picks at-least-once (Spark's Kafka sink) or exactly-once (one Kafka
+transaction per micro-batch, ``pipeline.spark.exactly_once``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ class OutputSpec(BaseModel):
     format: Literal["avro", "json"] = "avro"
     metrics_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
     deadletter_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
+    #: ``at-least-once``: Spark's Kafka sink (a micro-batch replayed after a crash is
+    #: written again); ``exactly-once``: one Kafka transaction per micro-batch with its
+    #: batch id, a replayed batch is skipped (ARCHITECTURE §4)
+    delivery: Literal["at-least-once", "exactly-once"] = "at-least-once"
+    #: exactly-once: the producer's ``transaction.timeout.ms`` (at most the broker's
+    #: ``transaction.max.timeout.ms``, 15 min by default)
+    transaction_timeout_ms: int = Field(default=60_000, ge=1_000, le=900_000)
 
     @field_validator("payload")
     @classmethod

@@ -4,13 +4,19 @@ a. exactness: shedding off and K ≥ max delay ⇒ the results, deduplicated by 
    oracle's exactly (band join with ATR G = 1 and G = 4, equi join with hash G = 4, band
    join with ``[join] index = true`` and ATR G = 2);
 b. crash recovery: SIGKILL the `harvest submit` process group mid-stream, restart from
-   the checkpoint, and the deduplicated results still equal the oracle;
+   the checkpoint, and the deduplicated results still equal the oracle (at-least-once);
+   with ``[output] delivery = "exactly-once"``, SIGKILL it right after a transaction
+   committed (before Spark recorded the batch) and then mid-transaction: a read_committed
+   consumer sees every result once, equal to the oracle, and the open transaction is
+   aborted by the restart;
 c. malformed input interleaved into an input topic lands in the dead-letter topic with
    its reason and bytes, and the results are unaffected.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -23,7 +29,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from connectors.io.consumer import Consumed
+from connectors.io.consumer import Consumed, ConsumerConfig, consume
 from connectors.io.topics import deadletter_topic, metrics_topic, results_topic
 from pipeline.core.settings import PROJECT_ROOT, Settings
 from pipeline.quality.oracle import oracle
@@ -139,9 +145,9 @@ def _committed_batches(checkpoint: Path) -> int:
 
 
 def _submit(spec_path: Path, prefix: str, checkpoint: Path, settings: Settings,
-            log: Path) -> subprocess.Popen[bytes]:
+            log: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     env = {**os.environ, "HARVEST_BOOTSTRAP_SERVERS": settings.resolved_bootstrap(),
-           "HARVEST_LOG_FORMAT": "json"}
+           "HARVEST_LOG_FORMAT": "json", **(extra_env or {})}
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "pipeline.cli.main", "submit", "--spec", str(spec_path),
@@ -196,3 +202,119 @@ def test_crash_and_restart_from_checkpoint_equals_oracle(
     spec = load_spec(spec_path)
     got = result_ids(kafka_bootstrap, topic_prefix)
     assert set(got) == truth(spec, records)
+
+
+SPEC_EO = (
+    '[join]\nstreams = ["s1", "s2", "s3"]\nwindow_ms = 1500\npredicate = "band"\n'
+    'attribute = "value"\nepsilon = 0.3\n'
+    '[disorder]\nmode = "fixed"\nslack_ms = {slack}\n'
+    '[job]\nworkload = "sensors"\nrouting = "atr"\ngroups = 2\nsegment_ms = 2000\n'
+    'trigger_ms = 500\nidle_flush_ms = 2000\nshuffle_partitions = 2\n'
+    'max_offsets_per_trigger = 200\n'
+    # a transaction left open by a crash can only end by the restart's fencing here
+    '[output]\ndelivery = "exactly-once"\ntransaction_timeout_ms = 600000\n'
+)
+
+
+def _stalled(proc: subprocess.Popen[bytes], marker: Path, log: Path) -> int:
+    """Wait until the sink's test hook stalls (``marker`` appears), SIGKILL the whole
+    process group (driver + JVM); the batch id it stalled in."""
+    try:
+        deadline = time.monotonic() + 400
+        while not marker.exists():
+            assert proc.poll() is None, "the job ended before its sink stalled: " + (
+                log.read_text()[-3000:])
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        time.sleep(0.5)  # the marker's content is written
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return int(json.loads(marker.read_text())["batch_id"])
+
+
+def _log_events(log: Path, event: str) -> list[dict[str, Any]]:
+    """The JSON log lines of ``event`` in the submit log."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        if event in line and line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line))
+    return [e for e in out if e.get("event") == event]
+
+
+def _consume_read_committed(bootstrap: str, topic: str, tmp_path: Path) -> Counter[str]:
+    """``harvest consume TOPIC --read-committed`` from the beginning: id → count."""
+    env = {**os.environ, "HARVEST_BOOTSTRAP_SERVERS": bootstrap}
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.main", "consume", topic, "--from-beginning",
+         "--read-committed", "--format", "jsonl", "--timeout", "5"],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, check=True, timeout=300)
+    return Counter(json.loads(line)["id"] for line in done.stdout.decode().splitlines())
+
+
+@pytest.mark.slow
+def test_exactly_once_crash_after_commit_and_mid_transaction_equals_oracle(
+    job_settings: Settings, kafka_bootstrap: str, topic_prefix: str, tmp_path: Path,
+) -> None:
+    from connectors.io.transactional import (
+        TransactionalConfig,
+        last_stable_offsets,
+        read_last_committed,
+    )
+    from pipeline.spark.exactly_once import STALL_ENV
+    from pipeline.spec.model import load_spec
+
+    records = workload("sensors", rate=25.0, duration_s=12.0, disorder="exp:mean=150",
+                       seed=23)
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(SPEC_EO.format(slack=max_delay(records)))
+    publish(kafka_bootstrap, encoded_messages(records, topic_prefix, "sensors"))
+    checkpoint = tmp_path / "ck"
+    log = tmp_path / "submit.log"
+    outputs = (results_topic(topic_prefix), metrics_topic(topic_prefix),
+               deadletter_topic(topic_prefix))
+
+    # 1. killed right after a transaction committed, before Spark's commit log has it
+    first = _submit(spec_path, topic_prefix, checkpoint, job_settings, log,
+                    {STALL_ENV: f"committed:{tmp_path / 'stall1'}"})
+    committed = _stalled(first, tmp_path / "stall1", log)
+    assert not (checkpoint / "commits" / str(committed)).exists()
+    query_id = json.loads((checkpoint / "metadata").read_text())["id"]
+    commits = TransactionalConfig(bootstrap=kafka_bootstrap, transactional_id="unused",
+                                  commits_topic=f"{outputs[0]}.commits", sink_id=query_id)
+    assert read_last_committed(commits) == committed
+
+    # 2. the restart skips that batch (not run again), then is killed mid-transaction
+    second = _submit(spec_path, topic_prefix, checkpoint, job_settings, log,
+                     {STALL_ENV: f"open:{tmp_path / 'stall2'}"})
+    open_batch = _stalled(second, tmp_path / "stall2", log)
+    assert open_batch > committed
+    skipped = _log_events(log, "micro-batch already committed to Kafka; skipped")
+    assert [e["batch_id"] for e in skipped] == [committed]
+    stable = {t: last_stable_offsets(kafka_bootstrap, t) for t in outputs}
+    assert any(lso < hw for parts in stable.values() for lso, hw in parts.values()), stable
+    assert open_batch * 200 < len(records), "stalled too late to test recovery"
+
+    # 3. the restart fences the dead driver's producer: its transaction is aborted
+    third = _submit(spec_path, topic_prefix, checkpoint, job_settings, log)
+    try:
+        assert third.wait(timeout=400) == 0, log.read_text()[-3000:]
+    finally:
+        if third.poll() is None:
+            os.killpg(third.pid, signal.SIGKILL)
+            third.wait()
+    for topic in outputs:  # read_committed readers reach the end: nothing left open
+        for lso, hw in last_stable_offsets(kafka_bootstrap, topic).values():
+            assert lso == hw, (topic, lso, hw)
+
+    spec = load_spec(spec_path)
+    got = _consume_read_committed(kafka_bootstrap, outputs[0], tmp_path)
+    assert max(got.values()) == 1, [i for i, n in got.items() if n > 1][:5]
+    assert set(got) == truth(spec, records)
+    # the aborted records are still in the log: a read_uncommitted reader sees more
+    seen = sum(len(read_topic(kafka_bootstrap, t)) for t in outputs)
+    kept = sum(len(list(consume([t], config=ConsumerConfig(
+        bootstrap=kafka_bootstrap, from_beginning=True, until_end=True, idle_timeout_s=5.0,
+        read_committed=True), serde=SERDE))) for t in outputs)
+    assert seen > kept

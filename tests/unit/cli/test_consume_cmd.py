@@ -71,3 +71,21 @@ def test_write_tables_one_table_per_schema_run() -> None:
     text = out.getvalue()
     assert "join_result (1 records)" in text and "sensor_reading (1 records)" in text
     assert "a#1@5" in text
+
+
+@pytest.mark.parametrize(("flags", "read_committed"),
+                         [([], False), (["--read-committed"], True)])
+def test_read_committed_flag_reaches_the_consumer(
+        monkeypatch: pytest.MonkeyPatch, flags: list[str], read_committed: bool) -> None:
+    from pipeline.cli import consume_cmd
+    from pipeline.cli.main import main
+
+    seen: list[Any] = []
+
+    def fake_consume(topics: Any, *, config: Any, serde: Any) -> list[Any]:
+        seen.append(config)
+        return []
+
+    monkeypatch.setattr(consume_cmd, "consume", fake_consume)
+    assert main(["consume", "t", "--format", "jsonl", *flags]) == 0
+    assert seen[0].read_committed is read_committed
