@@ -8,24 +8,25 @@ the engine's model (one tuple at a time, §6.1 "asynchronous arrivals"), the one
 online policies in this package run in. The paper's Fig. 3 example has one R and one S
 tuple per step (``steps`` = the time).
 
-Flow graph (ours: the paper's, with zero-cost stretches contracted). Memory slots are
-units of flow; each pool (one per stream for ``fixed`` allocation, one for ``variable``)
-has a *timeline* of nodes T_k, one per step at which something happens to it, with
-source → T_first and T_last → sink (supply = demand = the pool's budget B) and
+Flow graph (ours: the paper's, with its zero-cost stretches contracted). Memory slots
+are units of flow; each pool (one per stream for ``fixed`` allocation, one for
+``variable``) has a *timeline* of nodes T_k, one per step at which something happens to
+it, with source → T_first and T_last → sink (supply = demand = the pool's budget B) and
 T_k → T_k' (capacity B, cost 0: idle slots). A tuple x with c later partners y_1..y_c
-(in its lifetime: ts_y − ts_x ≤ W_x, predicate true) is a chain x_0 … x_c:
+(in its lifetime: ts_y − ts_x ≤ W_x, predicate true) gets one node x and
 
-* T_{step x} → x_0 (capacity 1): x is admitted at its arrival and takes a slot;
-* x_{j−1} → x_j (capacity 1, cost −1 if the result (x, y_j) is counted): x is still
-  stored when y_j probes — the paper's horizontal arc for the pair (x, y_j);
-* x_j → T_{step y_j} (capacity 1): x is evicted right after y_j's probe and its slot
-  goes back to the pool before that step's admissions (so y_j itself may take it).
+* T_{step x} → x (capacity 1): x is admitted at its arrival and takes a slot;
+* x → T_{step y_j} for j = 1..c (capacity 1, cost −(counted results among (x, y_1) …
+  (x, y_j))): x stays stored through y_j's probe and is evicted right after it, its slot
+  going back to the pool before that step's admissions (so y_j itself may take it).
 
-Keeping a tuple only between its partners' probes loses nothing: evicting it later than
-right after its last useful probe only keeps a slot busy, and the paper's per-step
-replacement arcs are recovered by the idle timeline. So the min-cost flow has the
-paper's optimum, on a graph of (tuples + results) nodes instead of (tuples × window).
-Capacities and costs are integral, so an integral optimum exists (the paper's Thm. 4).
+One unit enters x, so one eviction point is chosen. Keeping a tuple only up to a partner's
+probe loses nothing: evicting it later than right after its last useful probe only keeps
+a slot busy, and the paper's per-step replacement arcs are recovered by the idle
+timeline. So the min-cost flow has the paper's optimum, on (tuples + results) arcs and
+paths of length two instead of (tuples × window) nodes. Capacities and costs are
+integral, so an integral optimum exists (the paper's Thm. 4). With fixed allocation the
+pools share nothing, so each is solved on its own.
 Only 2-way joins: with m ≥ 3 a result needs several tuples stored at once, which no flow
 models (the static version is already NP-hard, Das et al. Thm. 3).
 """
@@ -144,82 +145,56 @@ def opt_offline(
         raise ConfigError(f"opt: allocation must be 'fixed' or 'variable', got {allocation!r}")
     mt = find_matches(s, t, e, st, windows_ms, predicate, count_from_step)
     exact = int(np.count_nonzero(st[mt.second] >= count_from_step)) + mt.same_step_counted
-    graph = _flow_graph(mt, st, pool_of, budgets, count_from_step)
+    graphs = _flow_graph(mt, st, pool_of, budgets, count_from_step)
     build = time.perf_counter() - t0
     t1 = time.perf_counter()
-    best = _solve(*graph)
+    best = sum(_solve(*g) for g in graphs)
     solve = time.perf_counter() - t1
     return OptResult(best + mt.same_step_counted, exact, mt.same_step_counted,
-                     graph[0], int(graph[1].size), build, solve)
+                     sum(g[0] for g in graphs), sum(int(g[1].size) for g in graphs),
+                     build, solve)
 
 
 def _flow_graph(mt: Matches, steps: I64, pool_of: I64, budgets: list[int],
-                count_from_step: int) -> tuple[int, I64, I64, I64, I64, I64, I64]:
-    """(nodes, tails, heads, capacities, costs, supply nodes, supplies)."""
+                count_from_step: int) -> list[tuple[int, I64, I64, I64, I64, int]]:
+    """One graph per pool: (nodes, tails, heads, capacities, costs, budget); node 0 is
+    the source, 1 the sink."""
     order = np.lexsort((steps[mt.second], mt.first))  # by tuple, then partner step
     x = mt.first[order]
     y_step = steps[mt.second[order]]
+    counted = (y_step >= count_from_step).astype(np.int64)
     tuples, first_at, counts = np.unique(x, return_index=True, return_counts=True)
-    pools = len(budgets)
-    # timeline steps per pool: admissions and releases
-    t_nodes: list[I64] = []
-    for p in range(pools):
-        mine = pool_of[tuples] == p
-        rel = np.repeat(mine, counts)
-        t_nodes.append(np.unique(np.concatenate(([0], steps[tuples[mine]], y_step[rel]))))
-    source, sink = 0, 1
-    base = [2]
-    for p in range(pools):
-        base.append(base[-1] + t_nodes[p].size)
-    chain0 = base[-1]  # node of x_0 for the k-th tuple: chain0 + first_at[k] + k
-    n_nodes = chain0 + x.size + tuples.size
-    tails: list[I64] = []
-    heads: list[I64] = []
-    caps: list[I64] = []
-    costs: list[I64] = []
-
-    def arcs(tl: I64, hd: I64, cap: I64 | int, cost: I64 | int) -> None:
-        tails.append(np.asarray(tl, np.int64))
-        heads.append(np.asarray(hd, np.int64))
-        caps.append(np.broadcast_to(np.asarray(cap, np.int64), tl.shape))
-        costs.append(np.broadcast_to(np.asarray(cost, np.int64), tl.shape))
-
+    # results gained if x is evicted right after its j-th partner: a running count per x
+    run = np.cumsum(counted)
+    gain = run - np.repeat(run[first_at] - counted[first_at], counts)
+    graphs = []
     for p, b in enumerate(budgets):
-        ids = np.arange(base[p], base[p + 1], dtype=np.int64)
-        arcs(np.array([source]), ids[:1], b, 0)
-        arcs(ids[-1:], np.array([sink]), b, 0)
-        arcs(ids[:-1], ids[1:], b, 0)
-    k = np.arange(tuples.size, dtype=np.int64)
-    x0 = chain0 + first_at + k  # each tuple's chain: x_0 then one node per partner
-    t_of = np.zeros(tuples.size, np.int64)
-    for p in range(pools):
-        mine = pool_of[tuples] == p
-        t_of[mine] = base[p] + np.searchsorted(t_nodes[p], steps[tuples[mine]])
-    arcs(t_of, x0, 1, 0)
-    # chain arcs: x_{j-1} → x_j for every partner (node of partner r: chain0 + r + k(r) + 1)
-    owner = np.repeat(k, counts)
-    xj = chain0 + np.arange(x.size, dtype=np.int64) + owner + 1
-    counted = y_step >= count_from_step
-    arcs(xj - 1, xj, 1, np.where(counted, -1, 0))
-    rel_t = np.zeros(x.size, np.int64)
-    for p in range(pools):
-        mine = pool_of[x] == p
-        rel_t[mine] = base[p] + np.searchsorted(t_nodes[p], y_step[mine])
-    arcs(xj, rel_t, 1, 0)
-    total = int(sum(budgets))
-    return (n_nodes, np.concatenate(tails), np.concatenate(heads), np.concatenate(caps),
-            np.concatenate(costs), np.array([source, sink], np.int64),
-            np.array([total, -total], np.int64))
+        mine_t = pool_of[tuples] == p
+        mine_r = np.repeat(mine_t, counts)
+        t_steps = np.unique(np.concatenate(([0], steps[tuples[mine_t]], y_step[mine_r])))
+        n_t = t_steps.size
+        k = int(mine_t.sum())
+        x_node = 2 + n_t + np.arange(k, dtype=np.int64)  # the pool's tuples, in order
+        owner = np.repeat(x_node, counts[mine_t])
+        tl = np.arange(2, 2 + n_t, dtype=np.int64)
+        tails = np.concatenate(([0], tl[-1:], tl[:-1],
+                                2 + np.searchsorted(t_steps, steps[tuples[mine_t]]), owner))
+        heads = np.concatenate(([tl[0]], [1], tl[1:], x_node,
+                                2 + np.searchsorted(t_steps, y_step[mine_r])))
+        caps = np.concatenate((np.full(n_t + 1, b, np.int64), np.ones(k + owner.size, np.int64)))
+        costs = np.concatenate((np.zeros(n_t + 1 + k, np.int64), -gain[mine_r]))
+        graphs.append((2 + n_t + k, tails.astype(np.int64), heads.astype(np.int64), caps,
+                       costs, b))
+    return graphs
 
 
-def _solve(n_nodes: int, tails: I64, heads: I64, caps: I64, costs: I64,
-           supply_nodes: I64, supplies: I64) -> int:
-    """−(min cost) with OR-Tools' SimpleMinCostFlow."""
+def _solve(n_nodes: int, tails: I64, heads: I64, caps: I64, costs: I64, budget: int) -> int:
+    """−(min cost) with OR-Tools' SimpleMinCostFlow (source 0 → sink 1, ``budget`` units)."""
     from ortools.graph.python import min_cost_flow
 
     mcf = min_cost_flow.SimpleMinCostFlow()
     mcf.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, costs)
-    mcf.set_nodes_supplies(supply_nodes, supplies)
+    mcf.set_nodes_supplies(np.array([0, 1], np.int64), np.array([budget, -budget], np.int64))
     status = mcf.solve()
     if status != mcf.OPTIMAL:
         raise RuntimeError(f"opt: min-cost flow did not solve (status {status}, "
