@@ -8,7 +8,7 @@ throttles the join (GrubJoin); see ``hooks.py`` for the exact call sequence.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -223,6 +223,13 @@ class Engine:
     # ------------------------------------------------------------------ state
     def snapshot(self) -> dict[str, Any]:
         """Plain Python/NumPy state (picklable); restoring it changes nothing in the output."""
+        return {**self.snapshot_header(), "join": self.join.snapshot()}
+
+    def snapshot_header(self) -> dict[str, Any]:
+        """:meth:`snapshot` without the join windows' basic windows — the K-slack buffers,
+        the Synchronizer, the join's ⋈T and samples, the policy, the shedder, the
+        counters: nothing that grows with the window. With the pieces of
+        :meth:`window_changes` it is the incremental state :meth:`from_pieces` restores."""
         return {
             "clock": self.clock,
             "next_interval": self.next_interval,
@@ -231,10 +238,37 @@ class Engine:
             "metrics": list(self._metrics),
             "kslacks": [ks.snapshot() for ks in self.kslacks],
             "sync": self.sync.snapshot(),
-            "join": self.join.snapshot(),
+            "join": self.join.snapshot_header(),
             "slack": self.slack.snapshot(),
             "shedder": self.shedder.snapshot(),
         }
+
+    def window_changes(self) -> list[tuple[dict[int, dict[str, Any]], list[int]]]:
+        """Per stream: the snapshot pieces of the basic windows changed since the previous
+        call, by id, and the ids of those dropped since
+        (:meth:`~pipeline.operators.windows.StreamWindow.changes`)."""
+        return [w.changes() for w in self.join.windows]
+
+    @classmethod
+    def from_pieces(
+        cls, config: EngineConfig, header: dict[str, Any],
+        windows: Sequence[Iterable[dict[str, Any]]], env: PluginEnv | None = None,
+    ) -> Engine:
+        """Rebuild an engine from :meth:`snapshot_header` and, per stream, the pieces of
+        its current basic windows (any order). The same engine as :meth:`from_snapshot`
+        of the full snapshot; its basic windows count as persisted."""
+        if len(windows) != config.m:
+            raise OperatorStateError(
+                f"engine pieces have {len(windows)} streams, config has {config.m}")
+        try:
+            parts = [sorted(ws, key=lambda p: int(p["bid"])) for ws in windows]
+            snap = {**header, "join": {**header["join"], "windows": parts}}
+        except (KeyError, TypeError) as exc:
+            raise OperatorStateError(f"cannot restore engine pieces: {exc!r}") from exc
+        eng = cls.from_snapshot(config, snap, env)
+        for win in eng.join.windows:
+            win.mark_persisted()
+        return eng
 
     @classmethod
     def from_snapshot(

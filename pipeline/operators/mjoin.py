@@ -397,9 +397,13 @@ class MWayJoin:
         return sum(w.size() for w in self.windows)
 
     def snapshot(self) -> dict[str, Any]:
+        return {**self.snapshot_header(), "windows": [w.snapshot() for w in self.windows]}
+
+    def snapshot_header(self) -> dict[str, Any]:
+        """:meth:`snapshot` without the windows' basic windows (incremental state: those
+        are pieces of their own, :meth:`StreamWindow.changes`)."""
         return {
             "join_time": self.join_time,
-            "windows": [w.snapshot() for w in self.windows],
             "sel_matches": self.sel_matches.copy(),
             "sel_trials": self.sel_trials.copy(),
             "probes": self.probes.copy(),

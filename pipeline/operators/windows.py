@@ -36,8 +36,8 @@ class BasicWindow:
     its rows in ts order (late tuples are inserted in place); a sparse one appends them
     and is ``ordered`` only until the first late tuple."""
 
-    __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "feats", "max_ts", "min_ts",
-                 "ordered", "seq", "ts")
+    __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "dirty", "feats", "max_ts",
+                 "min_ts", "ordered", "seq", "ts")
 
     def __init__(self, bid: int, feats: Store) -> None:
         self.bid = bid
@@ -48,6 +48,9 @@ class BasicWindow:
         self.max_ts = np.iinfo(np.int64).min
         #: rows were appended in ts order (in-order tuples are; a late one clears it)
         self.ordered = True
+        #: changed since its last piece was taken (:meth:`StreamWindow.changes`): every
+        #: method that changes the rows sets it
+        self.dirty = True
         self._ix_n = 0  # rows covered by the sorted index
         self._ix_vals: NDArray[np.float64] = np.zeros(0)
         self._ix_rows: NDArray[np.int64] = np.zeros(0, np.int64)
@@ -86,6 +89,7 @@ class BasicWindow:
         (ts < max_ts) is put at its ts position in a dense store (after equal ts), so
         the rows stay in ts order and :meth:`rows_between` stays a binary search (a
         sparse store appends it and the basic window is no longer ``ordered``)."""
+        self.dirty = True
         if ts < self.min_ts:
             self.min_ts = ts
         if ts >= self.max_ts:
@@ -107,6 +111,7 @@ class BasicWindow:
     def drop_rows(self, rows: NDArray[np.int64]) -> None:
         """Remove rows ``rows`` (ascending, distinct; memory-bounded windows evict single
         tuples). The others keep their order; the value index is rebuilt on demand."""
+        self.dirty = True
         gone = self.ts.view()[rows]
         inside = bool(((gone > self.min_ts) & (gone < self.max_ts)).all())
         self.ts.delete(rows)
@@ -179,7 +184,8 @@ class StreamWindow:
     it; an expiry or a late tuple drops it and it is rebuilt on the next probe.
     """
 
-    __slots__ = ("_merged", "b", "bids", "bws", "predicate", "total", "window_ms")
+    __slots__ = ("_merged", "_persisted", "b", "bids", "bws", "predicate", "total",
+                 "window_ms")
 
     def __init__(self, window_ms: int, b: int, predicate: Predicate) -> None:
         self.window_ms = window_ms
@@ -189,6 +195,8 @@ class StreamWindow:
         self.bws: dict[int, BasicWindow] = {}
         self._merged: BasicWindow | None = None
         self.total = 0  # tuples held, kept by insert/expire/restore
+        #: ids of the basic windows whose pieces were taken (:meth:`changes`)
+        self._persisted: set[int] = set()
 
     def insert(self, ts: int, seq: int, enc: Any) -> None:
         """Add a tuple to its basic window (created on demand, also for late tuples)."""
@@ -356,15 +364,41 @@ class StreamWindow:
         return [self.bws[bid].snapshot() for bid in self.bids]
 
     def restore(self, snaps: list[dict[str, Any]]) -> None:
+        """Load :meth:`snapshot` pieces (ascending ids); every basic window counts as
+        changed until :meth:`mark_persisted`."""
         self.bids = []
         self.bws = {}
         self._merged = None
         self.total = 0
+        self._persisted = set()
         for s in snaps:
             bw = BasicWindow.from_snapshot(s, self.predicate)
             self.bids.append(bw.bid)
             self.bws[bw.bid] = bw
             self.total += len(bw)
+
+    def changes(self) -> tuple[dict[int, dict[str, Any]], list[int]]:
+        """Incremental state: the snapshot pieces of the basic windows changed since the
+        previous call (inserts, late inserts, evictions; new ones included) by id, and
+        the ids of the basic windows dropped since (expired or emptied). Marks every
+        basic window persisted. A basic window the stream's time has passed stays
+        clean unless a late tuple lands in it, so a call costs the changed rows, not
+        the window's content."""
+        changed: dict[int, dict[str, Any]] = {}
+        for bid in self.bids:
+            bw = self.bws[bid]
+            if bw.dirty:
+                changed[bid] = bw.snapshot()
+                bw.dirty = False
+        removed = sorted(b for b in self._persisted if b not in self.bws)
+        self._persisted = set(self.bids)
+        return changed, removed
+
+    def mark_persisted(self) -> None:
+        """Every basic window is stored as it is (restored from its pieces)."""
+        for bw in self.bws.values():
+            bw.dirty = False
+        self._persisted = set(self.bids)
 
 
 _NO_ROWS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)

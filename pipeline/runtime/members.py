@@ -18,10 +18,14 @@ binary encoding is its fields' encodings one after the other; JSON: a comma).
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators.events import JoinResult
 from pipeline.spec.inputs import PARTITION_SHIFT
 
@@ -43,6 +47,13 @@ class MemberStore:
         self.keep = payload or not offset_ids
         self.info: list[dict[int, tuple[int, int, bytes | None]]] = [{} for _ in streams]
         self.order: list[deque[tuple[int, int]]] = [deque() for _ in streams]
+        # incremental state (:meth:`changes`): per stream, tuples added and evicted so far
+        # (arrival counters: entry c of a stream is its c-th add), the counter up to which
+        # segments were handed out, and those segments (first, end) while any entry lives
+        self.added = [0] * len(self.streams)
+        self.evicted = [0] * len(self.streams)
+        self._persisted = [0] * len(self.streams)
+        self._segments: list[deque[tuple[int, int]]] = [deque() for _ in streams]
 
     def __len__(self) -> int:
         return sum(len(d) for d in self.info)
@@ -55,6 +66,7 @@ class MemberStore:
         self.info[stream][seq] = (UNKNOWN if partition is None else int(partition),
                                   UNKNOWN if offset is None else int(offset), payload)
         self.order[stream].append((ts, seq))
+        self.added[stream] += 1
 
     def evict(self, join_time: int) -> None:
         """Drop what no future result can contain (ts < ⋈T − W_j), in arrival order."""
@@ -63,6 +75,7 @@ class MemberStore:
             while order and order[0][0] < bound:
                 _, seq = order.popleft()
                 info.pop(seq, None)
+                self.evicted[j] += 1
 
     def coordinates(self, stream: int, seq: int) -> tuple[int, int]:
         """``(partition, offset)`` of a member (-1, -1 if unknown)."""
@@ -98,9 +111,78 @@ class MemberStore:
         return {"info": [dict(d) for d in self.info], "order": [list(o) for o in self.order]}
 
     def restore(self, snap: dict[str, Any] | None) -> MemberStore:
-        """Load :meth:`snapshot` state into this (freshly configured) store."""
+        """Load :meth:`snapshot` state into this (freshly configured) store; every entry
+        counts as not persisted (the next :meth:`changes` hands out all of them)."""
         if snap:
             self.info = [dict(d) for d in snap["info"]]
             self.order = [deque(o) for o in snap["order"]]
+            self.added = [len(o) for o in self.order]
         return self
 
+    # ------------------------------------------------------------------ incremental state
+    def changes(self) -> tuple[dict[str, Any], dict[tuple[int, int], dict[str, Any]],
+                               list[tuple[int, int]]]:
+        """Incremental state, in arrival-order segments: a small header (the counters),
+        the segments of the entries added since the previous call — keyed by (stream,
+        counter of their first entry), columns ``ts``, ``seq``, ``partition``, ``offset``
+        and ``payload`` — and the keys of the segments whose entries are all evicted by
+        now. A call costs the entries added since the last one, not the store's size.
+        Entries are looked up by ``seq``, which is unique per stream."""
+        new: dict[tuple[int, int], dict[str, Any]] = {}
+        removed: list[tuple[int, int]] = []
+        for j, (info, order, segs) in enumerate(zip(self.info, self.order, self._segments,
+                                                    strict=True)):
+            start, end = max(self._persisted[j], self.evicted[j]), self.added[j]
+            if end > start:
+                # the newest end - start entries, read from the right: O(new), not O(store)
+                entries = list(itertools.islice(reversed(order), end - start))[::-1]
+                new[(j, start)] = _segment(entries, info, self.payload)
+                segs.append((start, end))
+            self._persisted[j] = end
+            while segs and segs[0][1] <= self.evicted[j]:
+                removed.append((j, segs.popleft()[0]))
+        header = {"added": list(self.added), "evicted": list(self.evicted)}
+        return header, new, removed
+
+    def restore_pieces(self, header: Mapping[str, Any],
+                       segments: Mapping[tuple[int, int], Mapping[str, Any]]) -> MemberStore:
+        """Load :meth:`changes` state (the latest header, every segment not yet removed)
+        into this freshly configured store; :class:`OperatorStateError` if they disagree."""
+        try:
+            self.added = [int(v) for v in header["added"]]
+            self.evicted = [int(v) for v in header["evicted"]]
+            for (j, start) in sorted(segments):
+                seg = segments[(j, start)]
+                payloads = seg["payload"]
+                info, order = self.info[j], self.order[j]
+                rows = zip(seg["ts"].tolist(), seg["seq"].tolist(), seg["partition"].tolist(),
+                           seg["offset"].tolist(), strict=True)
+                for k, (ts, seq, part, off) in enumerate(rows):
+                    if start + k < self.evicted[j]:
+                        continue
+                    info[seq] = (part, off, payloads[k] if payloads is not None else None)
+                    order.append((ts, seq))
+                self._segments[j].append((start, start + len(seg["ts"])))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise OperatorStateError(f"cannot restore member segments: {exc!r}") from exc
+        for j, order in enumerate(self.order):
+            if len(order) != self.added[j] - self.evicted[j]:
+                raise OperatorStateError(
+                    f"member segments of stream {j}: {len(order)} entries, the header "
+                    f"says {self.added[j] - self.evicted[j]}")
+        self._persisted = list(self.added)
+        return self
+
+
+def _segment(entries: list[tuple[int, int]], info: dict[int, tuple[int, int, bytes | None]],
+             payload: bool) -> dict[str, Any]:
+    """Columns of the entries (ts, seq) in arrival order, with what ``info`` holds."""
+    n = len(entries)
+    got = [info.get(seq, (UNKNOWN, UNKNOWN, None)) for _, seq in entries]
+    return {
+        "ts": np.fromiter((e[0] for e in entries), np.int64, n),
+        "seq": np.fromiter((e[1] for e in entries), np.int64, n),
+        "partition": np.fromiter((g[0] for g in got), np.int64, n),
+        "offset": np.fromiter((g[1] for g in got), np.int64, n),
+        "payload": [g[2] for g in got] if payload else None,
+    }

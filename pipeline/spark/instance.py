@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,12 @@ TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input
 #: does (a smaller share trades output for latency headroom)
 LAG_TARGET_SHARE = 1.0
 DEADLETTER_KEY = -1  # route key of rejected input rows: passed through as kind=deadletter
+#: incremental state (ARCHITECTURE §3): a piece is (kind, stream, id) — a join window's
+#: basic window (id = basic-window id) or a segment of the member store (id = arrival
+#: counter of its first entry)
+PieceKey = tuple[str, int, int]
+WINDOW_PIECE = "window"
+MEMBERS_PIECE = "members"
 _METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall",
                 "measured_recall", "queue_drops")
 
@@ -100,8 +106,25 @@ class InstanceConfig:
         return PluginEnv(clock=wall_clock, speedup=self.speedup)
 
 
+@dataclass(frozen=True)
+class StateChanges:
+    """One save of the incremental state: the pickled header (engine header, counters,
+    member-store counters), the pickled pieces changed since the previous save, and the
+    keys of the pieces to delete (expired basic windows, evicted member segments)."""
+
+    header: bytes
+    put: dict[PieceKey, bytes]
+    removed: tuple[PieceKey, ...]
+
+    @property
+    def size(self) -> int:
+        """Bytes of the header and the pieces written."""
+        return len(self.header) + sum(len(b) for b in self.put.values())
+
+
 class JoinInstance:
-    """Runtime of one route key: engine + counters, (de)serialized as one state blob."""
+    """Runtime of one route key: engine + counters, (de)serialized as one state blob
+    (:meth:`dump`/:meth:`load`) or incrementally (:meth:`changes`/:meth:`from_pieces`)."""
 
     def __init__(self, config: InstanceConfig, route_key: int,
                  wall_clock: Callable[[], float], engine: Engine | None = None,
@@ -140,6 +163,53 @@ class JoinInstance:
                 f"instance {route_key}: unreadable state blob of {len(blob)} bytes: {exc!r}"
             ) from exc
         engine = Engine.from_snapshot(config.engine, snap, config.env(wall_clock))
+        return cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
+
+    def changes(self) -> StateChanges:
+        """The incremental state written since the previous call (or the restore): the
+        header, the basic windows changed by inserts, late inserts or evictions, the
+        member-store entries added, and the keys of what expired. Marks everything
+        persisted, so call it once per save (a save that is not committed must be
+        followed by :meth:`from_pieces` of the committed state, never by this object)."""
+        put: dict[PieceKey, bytes] = {}
+        removed: list[PieceKey] = []
+        for j, (changed, gone) in enumerate(self.engine.window_changes()):
+            for bid, piece in changed.items():
+                put[(WINDOW_PIECE, j, bid)] = _pickle(piece)
+            removed += [(WINDOW_PIECE, j, bid) for bid in gone]
+        members, segments, evicted = self.members.changes()
+        for (j, first), segment in segments.items():
+            put[(MEMBERS_PIECE, j, first)] = _pickle(segment)
+        removed += [(MEMBERS_PIECE, j, first) for j, first in evicted]
+        header = _pickle({"engine": self.engine.snapshot_header(), "meta": self.meta,
+                          "members": members})
+        return StateChanges(header, put, tuple(removed))
+
+    @classmethod
+    def from_pieces(cls, config: InstanceConfig, route_key: int, header: bytes,
+                    pieces: Mapping[PieceKey, bytes],
+                    wall_clock: Callable[[], float]) -> JoinInstance:
+        """Rebuild from the latest :meth:`changes` header and every stored piece (the
+        same instance as before that save); :class:`OperatorStateError` if they are bad."""
+        try:
+            data = pickle.loads(header)
+            windows: list[list[dict[str, Any]]] = [[] for _ in range(config.engine.m)]
+            segments: dict[tuple[int, int], dict[str, Any]] = {}
+            for (kind, j, ident), blob in pieces.items():
+                if kind == WINDOW_PIECE:
+                    windows[j].append(pickle.loads(blob))
+                elif kind == MEMBERS_PIECE:
+                    segments[(j, ident)] = pickle.loads(blob)
+                else:
+                    raise OperatorStateError(f"unknown state piece {(kind, j, ident)!r}")
+            snap = data["engine"]
+            meta = dict(data["meta"])
+            members = config.member_store().restore_pieces(data["members"], segments)
+        except (pickle.UnpicklingError, EOFError, KeyError, TypeError, IndexError) as exc:
+            raise OperatorStateError(
+                f"instance {route_key}: unreadable state header of {len(header)} bytes "
+                f"or pieces ({len(pieces)}): {exc!r}") from exc
+        engine = Engine.from_pieces(config.engine, snap, windows, config.env(wall_clock))
         return cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
 
     # ------------------------------------------------------------------ input
@@ -310,6 +380,10 @@ class JoinInstance:
                 "extra": json.dumps(extra),
             })
         return out
+
+
+def _pickle(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _column(rows: pd.DataFrame, name: str, n: int) -> list[Any]:

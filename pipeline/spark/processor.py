@@ -1,10 +1,20 @@
 """``JoinProcessor``: the join instance of one route key inside transformWithStateInPandas.
 
-State (RocksDB state store, per route key): the :class:`~pipeline.spark.instance.JoinInstance`
-blob (pickled ``Engine.snapshot()`` — K-slack buffers, Synchronizer, join windows,
-disorder policy, shedder — plus counters) cut into chunks of ``chunk_bytes`` in a
-ListState, so a restart from the checkpoint resumes exactly where the last committed
-micro-batch left the engine.
+State (RocksDB state store, per route key; ARCHITECTURE §3), so a restart from the
+checkpoint resumes exactly where the last committed micro-batch left the engine:
+
+* ``incremental`` (the default): a small *header* (``Engine.snapshot_header()`` — K-slack
+  buffers, Synchronizer, ⋈T, disorder policy, shedder — plus counters) in a ListState,
+  and one MapState entry per *piece*: a join window's basic window, keyed (``window``,
+  stream, basic-window id), or a member-store segment, keyed (``members``, stream, first
+  arrival counter). A micro-batch rewrites the header, writes the pieces it changed
+  (:meth:`~pipeline.spark.instance.JoinInstance.changes`) and deletes the expired ones,
+  so what it writes follows the batch, not the window's content.
+* ``blob`` (the previous layout, kept as the baseline of ``harvest bench state``): the
+  whole pickled :class:`~pipeline.spark.instance.JoinInstance` every micro-batch.
+
+Anything larger than ``chunk_bytes`` (the header, the blob, a piece) is cut into chunks:
+ListState rows, or map entries with ``part`` = 0, 1, ….
 
 Idle flush (processing-time timer): every micro-batch with input for the key re-arms one
 timer ``idle_flush_ms`` after the wall-clock end of its processing. Routing sends a
@@ -20,24 +30,41 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
+from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.spark.instance import (
     DEADLETTER_KEY,
     InstanceConfig,
     JoinInstance,
+    PieceKey,
     dead_letter_frame,
 )
 
 log = get_logger(__name__)
 
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
+#: the MapState ``pieces``: (kind, stream, id) of a piece, and the chunk's position in it
+PIECE_KEY_SCHEMA = StructType([
+    StructField("kind", StringType(), False),
+    StructField("stream", IntegerType(), False),
+    StructField("id", LongType(), False),
+    StructField("part", IntegerType(), False),
+])
+StateLayout = Literal["incremental", "blob"]
 
 
 @dataclass(frozen=True)
@@ -50,14 +77,33 @@ class ProcessorConfig:
     chunk_bytes: int = 1 << 20
     #: names this run for the worker-side instance cache (new per job start)
     run_token: str = ""
+    #: ``incremental``: header + one entry per basic window / member segment, a batch
+    #: writes what it changed; ``blob``: the whole instance every batch (the baseline)
+    state_layout: StateLayout = "incremental"
+
+
+@dataclass(frozen=True)
+class SaveStats:
+    """What one save wrote: bytes handed to the state store (header and pieces, or the
+    blob), pieces written and deleted, its wall and CPU time (serialization included)
+    and the header's share of the bytes (0 for a blob)."""
+
+    bytes_written: int
+    pieces_written: int
+    pieces_removed: int
+    seconds: float
+    header_bytes: int = 0
+    cpu_seconds: float = 0.0
 
 
 VERSION_SCHEMA = StructType([StructField("version", LongType(), False)])
 #: the Python worker's live instances: (run token, route key) → (state version, instance).
 #: A batch whose stored version equals the cached one resumes the live object instead of
-#: unpickling the state blob; after a failed or replayed batch the versions differ (the
-#: state store rolled back) and the blob is read again. The blob is still written every
-#: batch: the checkpoint, not this cache, is what a restart resumes from.
+#: reading the state back; after a failed or replayed batch the versions differ (the
+#: state store rolled back) and the state is read again. The state is still written every
+#: batch: the checkpoint, not this cache, is what a restart resumes from. (Incremental
+#: layout: the live object knows which pieces the committed state holds, so the next
+#: batch writes only what it changes; a state read back starts with everything stored.)
 _LIVE: dict[tuple[str, int], tuple[int, JoinInstance]] = {}
 
 #: the instances' wall clock (epoch seconds): emit times, the wall budget's timing, and its
@@ -73,37 +119,96 @@ class JoinProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.blob = handle.getListState("engine", CHUNK_SCHEMA)
+        self.blob: Any = None
+        self.header: Any = None
+        self.pieces: Any = None
+        if self.config.state_layout == "blob":
+            self.blob = handle.getListState("engine", CHUNK_SCHEMA)
+        else:
+            self.header = handle.getListState("header", CHUNK_SCHEMA)
+            self.pieces = handle.getMapState("pieces", PIECE_KEY_SCHEMA, CHUNK_SCHEMA)
         self.version = handle.getValueState("version", VERSION_SCHEMA)
+        #: what the latest save of this processor wrote (logs, ``harvest bench state``)
+        self.last_save: SaveStats | None = None
 
     # ------------------------------------------------------------------ state
     def _stored_version(self) -> int:
         row = self.version.get() if self.version.exists() else None
         return int(row[0]) if row is not None else 0
 
+    def _has_state(self) -> bool:
+        return bool((self.blob if self.blob is not None else self.header).exists())
+
     def _load(self, route_key: int) -> tuple[JoinInstance, int]:
         """The key's instance and its stored state version (0: no state yet)."""
-        if not self.blob.exists():
+        if not self._has_state():
             return JoinInstance(self.config.instance, route_key, WALL_CLOCK), 0
         version = self._stored_version()
         # taken out while in use: a batch that fails before _save leaves no live entry
         live = _LIVE.pop((self.config.run_token, route_key), None)
         if self.config.run_token and live is not None and live[0] == version:
             return live[1], version
-        data = b"".join(bytes(row[0]) for row in self.blob.get())
-        return JoinInstance.load(self.config.instance, route_key, data, WALL_CLOCK), version
+        cfg = self.config.instance
+        if self.blob is not None:
+            data = b"".join(bytes(row[0]) for row in self.blob.get())
+            return JoinInstance.load(cfg, route_key, data, WALL_CLOCK), version
+        header = b"".join(bytes(row[0]) for row in self.header.get())
+        return JoinInstance.from_pieces(cfg, route_key, header, self._read_pieces(route_key),
+                                        WALL_CLOCK), version
 
-    def _save(self, inst: JoinInstance, loaded_version: int) -> int:
-        """Store the instance under the next version (and remember it live); returns
-        the state's size in bytes."""
-        data = inst.dump()
+    def _read_pieces(self, route_key: int) -> dict[PieceKey, bytes]:
+        """Every stored piece, its chunks joined."""
+        parts: dict[PieceKey, dict[int, bytes]] = {}
+        for key, value in self.pieces.iterator():
+            piece = (str(key[0]), int(key[1]), int(key[2]))
+            parts.setdefault(piece, {})[int(key[3])] = bytes(value[0])
+        out: dict[PieceKey, bytes] = {}
+        for piece, chunks in parts.items():
+            if set(chunks) != set(range(len(chunks))):
+                raise OperatorStateError(
+                    f"instance {route_key}: state piece {piece} has parts {sorted(chunks)}")
+            out[piece] = b"".join(chunks[i] for i in range(len(chunks)))
+        return out
+
+    def _chunks(self, data: bytes) -> list[tuple[bytes]]:
         size = self.config.chunk_bytes
-        self.blob.put([(data[i:i + size],) for i in range(0, len(data), size)])
+        return [(data[i:i + size],) for i in range(0, len(data), size)] or [(b"",)]
+
+    def _put_piece(self, piece: PieceKey, data: bytes) -> None:
+        chunks = self._chunks(data)
+        for part, row in enumerate(chunks):
+            self.pieces.updateValue((*piece, part), row)
+        self._remove_piece(piece, len(chunks))  # parts of a longer earlier version
+
+    def _remove_piece(self, piece: PieceKey, first_part: int = 0) -> None:
+        part = first_part
+        while self.pieces.containsKey((*piece, part)):
+            self.pieces.removeKey((*piece, part))
+            part += 1
+
+    def _save(self, inst: JoinInstance, loaded_version: int) -> SaveStats:
+        """Store the instance under the next version (and remember it live)."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        if self.blob is not None:
+            data = inst.dump()
+            self.blob.put(self._chunks(data))
+            written, n_put, n_removed, header = len(data), 1, 0, 0
+        else:
+            changes = inst.changes()
+            self.header.put(self._chunks(changes.header))
+            for piece, data in changes.put.items():
+                self._put_piece(piece, data)
+            for piece in changes.removed:
+                self._remove_piece(piece)
+            written, n_put, n_removed = changes.size, len(changes.put), len(changes.removed)
+            header = len(changes.header)
         version = loaded_version + 1
         self.version.update((version,))
         if self.config.run_token:
             _LIVE[(self.config.run_token, inst.route_key)] = (version, inst)
-        return len(data)
+        self.last_save = SaveStats(written, n_put, n_removed, time.perf_counter() - t0,
+                                   header, time.process_time() - c0)
+        return self.last_save
 
     def _arm(self) -> None:
         """One timer, ``idle_flush_ms`` after now (wall clock: the batch may have been long)."""
@@ -129,17 +234,19 @@ class JoinProcessor(StatefulProcessor):
         frame = pd.concat(frames, ignore_index=True)
         out = inst.process(frame)
         t2 = time.perf_counter()
-        size = self._save(inst, version)
+        saved = self._save(inst, version)
         self._arm()
         log.info("micro-batch", route_key=route_key, rows=len(frame),
                  load_s=round(t1 - t0, 3), process_s=round(t2 - t1, 3),
-                 save_s=round(time.perf_counter() - t2, 3), state_mb=round(size / 1e6, 2))
+                 save_s=round(time.perf_counter() - t2, 3),
+                 written_mb=round(saved.bytes_written / 1e6, 3),
+                 pieces_written=saved.pieces_written, pieces_removed=saved.pieces_removed)
         yield from out
 
     def handleExpiredTimer(  # noqa: N802 - Spark API name
         self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
-        if not self.blob.exists():
+        if not self._has_state():
             return
         inst, version = self._load(int(key[0]))
         out = inst.flush()

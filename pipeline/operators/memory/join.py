@@ -62,8 +62,9 @@ class BoundedJoin(MWayJoin):
         self.memory.observe_arrival(stream, ts, enc)
         super().insert(stream, ts, seq, enc)
 
-    def snapshot(self) -> dict[str, Any]:
-        return {**super().snapshot(), "memory": self.memory.snapshot()}
+    def snapshot_header(self) -> dict[str, Any]:
+        """The plain join's header plus the memory policy (also in :meth:`snapshot`)."""
+        return {**super().snapshot_header(), "memory": self.memory.snapshot()}
 
     @classmethod
     def restore(cls, config: JoinConfig, memory: MemoryConfig,

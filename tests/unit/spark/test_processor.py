@@ -1,6 +1,8 @@
 """JoinProcessor's state handling with an in-memory, transactional stand-in for Spark's
 state handle: the worker-side live-instance cache must never resume a state the store
-did not commit (a batch that failed is replayed from the stored blob)."""
+did not commit (a batch that failed is replayed from the stored state), in both state
+layouts; the incremental layout restores exactly what the blob does, writes only the
+pieces a batch changed and deletes the expired ones."""
 
 from __future__ import annotations
 
@@ -9,26 +11,33 @@ import itertools
 import pandas as pd
 import pytest
 
+from pipeline.core.errors import OperatorStateError
 from pipeline.spark import processor as proc
-from pipeline.spark.instance import InstanceConfig, JoinInstance
-from pipeline.spark.processor import JoinProcessor, ProcessorConfig
+from pipeline.spark.instance import WINDOW_PIECE, InstanceConfig, JoinInstance
+from pipeline.spark.processor import JoinProcessor, ProcessorConfig, StateLayout
+from pipeline.spec.model import Spec
+from pipeline.spec.toml import with_overrides
 from pipeline.testing.compare import assert_same_results
 from pipeline.testing.frames import batch_frame, result_ids
 from pipeline.testing.oracle import oracle_ids
 from pipeline.testing.state import FakeStateHandle, FakeStateStore
 from pipeline.testing.streams import SENSOR_ATTRS, sensor_rows, sensor_spec
 
+LAYOUTS: list[StateLayout] = ["incremental", "blob"]
+
 
 def _ids(out: list[pd.DataFrame]) -> list[str]:
     return result_ids([f for f in out if "kind" in f.columns])
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("fail_batch", [None, 1, 3])
 def test_failed_batches_replay_from_the_committed_state(
-        monkeypatch: pytest.MonkeyPatch, fail_batch: int | None) -> None:
+        monkeypatch: pytest.MonkeyPatch, fail_batch: int | None, layout: StateLayout) -> None:
     rows = sensor_rows(11)
     sp = sensor_spec("band")
-    cfg = ProcessorConfig(InstanceConfig.from_spec(sp, SENSOR_ATTRS), run_token=f"t{fail_batch}")
+    cfg = ProcessorConfig(InstanceConfig.from_spec(sp, SENSOR_ATTRS),
+                          run_token=f"t{fail_batch}{layout}", state_layout=layout)
     store = FakeStateStore()
     p = JoinProcessor(cfg)
     p.init(FakeStateHandle(store))  # type: ignore[arg-type]
@@ -53,9 +62,11 @@ def test_failed_batches_replay_from_the_committed_state(
     assert (cfg.run_token, 0) in proc._LIVE  # the cache was in use
 
 
-def test_a_stale_live_instance_is_not_resumed() -> None:
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_stale_live_instance_is_not_resumed(layout: StateLayout) -> None:
     sp = sensor_spec("band")
-    cfg = ProcessorConfig(InstanceConfig.from_spec(sp, SENSOR_ATTRS), run_token="stale")
+    cfg = ProcessorConfig(InstanceConfig.from_spec(sp, SENSOR_ATTRS), run_token="stale",
+                          state_layout=layout)
     store = FakeStateStore()
     p = JoinProcessor(cfg)
     p.init(FakeStateHandle(store))  # type: ignore[arg-type]
@@ -64,4 +75,76 @@ def test_a_stale_live_instance_is_not_resumed() -> None:
     version, live = proc._LIVE[("stale", 0)]
     assert version == 1 and p._load(0) == (live, 1)  # resumed: same version
     proc._LIVE[("stale", 0)] = (version + 5, live)  # a version the store never committed
-    assert p._load(0)[0] is not live
+    back = p._load(0)[0]
+    assert back is not live and back.dump() == JoinInstance.load(
+        cfg.instance, 0, live.dump(), proc.WALL_CLOCK).dump()
+
+
+def _processor(spec: Spec, layout: StateLayout, token: str = "", chunk_bytes: int = 1 << 20
+               ) -> tuple[JoinProcessor, FakeStateStore]:
+    cfg = ProcessorConfig(InstanceConfig.from_spec(spec, SENSOR_ATTRS), run_token=token,
+                          state_layout=layout, chunk_bytes=chunk_bytes)
+    store = FakeStateStore()
+    p = JoinProcessor(cfg)
+    p.init(FakeStateHandle(store))  # type: ignore[arg-type]
+    return p, store
+
+
+def _batch(p: JoinProcessor, rows: list[dict[str, object]]) -> list[str]:
+    return _ids(list(p.handleInputRows((0,), iter([batch_frame(rows)]), None)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 300])
+def test_incremental_state_read_back_every_batch_equals_the_blob(chunk_bytes: int) -> None:
+    """No live cache (every batch reads its state back, as after a restart): the pieces
+    restore exactly what the blob does, and hold exactly the current basic windows."""
+    rows = sensor_rows(5, n=600)
+    sp = with_overrides(sensor_spec("band"), shedding={"basic_window_ms": 50})
+    procs = {layout: _processor(sp, layout, chunk_bytes=chunk_bytes) for layout in LAYOUTS}
+    got: dict[str, list[str]] = {layout: [] for layout in LAYOUTS}
+    for lo, hi in itertools.pairwise([*range(0, len(rows), 70), len(rows)]):
+        for layout, (p, store) in procs.items():
+            got[layout] += _batch(p, rows[lo:hi])
+            store.commit()
+        inc, blob = (procs[layout][0]._load(0)[0] for layout in LAYOUTS)
+        assert inc.dump() == blob.dump()
+        stored = {key[:3] for key in procs["incremental"][1].maps["pieces"]}
+        assert {k for k in stored if k[0] == WINDOW_PIECE} == {
+            (WINDOW_PIECE, j, bid) for j, w in enumerate(inc.engine.join.windows)
+            for bid in w.bids}
+    for layout, (p, _) in procs.items():
+        got[layout] += _ids(list(p.handleExpiredTimer((0,), None, None)))  # type: ignore[arg-type]
+    assert got["incremental"] == got["blob"]
+    assert_same_results(got["incremental"], oracle_ids(sp.join, rows))
+
+
+def test_a_batch_writes_what_it_changed_not_the_window() -> None:
+    rows = sensor_rows(9, n=1200)
+    sp = with_overrides(sensor_spec("band"), join={"window_ms": 3000, "epsilon": 0.001},
+                        shedding={"basic_window_ms": 100})
+    procs = {layout: _processor(sp, layout, token=f"few-{layout}") for layout in LAYOUTS}
+    for lo, hi in itertools.pairwise(range(0, len(rows) + 1, 30)):
+        for p, store in procs.values():
+            _batch(p, rows[lo:hi])
+            store.commit()
+    inc, blob = (procs[layout][1].commits for layout in LAYOUTS)
+    half = len(inc) // 2  # the window is full by then
+    assert sum(inc[half:]) < 0.5 * sum(blob[half:]), (inc[half:], blob[half:])
+    p, store = procs["incremental"]
+    version, live = proc._LIVE[("few-incremental", 0)]
+    saved = p._save(live, version)  # nothing happened since the last save
+    assert (saved.pieces_written, saved.pieces_removed) == (0, 0)
+    assert store.staged_bytes == saved.bytes_written + 8  # the header (+ the version)
+
+
+def test_pieces_are_cut_in_parts_and_lose_the_extra_parts_when_they_shrink() -> None:
+    p, store = _processor(sensor_spec("band"), "incremental", chunk_bytes=4)
+    p._put_piece((WINDOW_PIECE, 0, 7), b"x" * 10)
+    assert sorted(store.read_map("pieces")) == [(WINDOW_PIECE, 0, 7, i) for i in range(3)]
+    p._put_piece((WINDOW_PIECE, 0, 7), b"y" * 5)
+    assert p._read_pieces(0) == {(WINDOW_PIECE, 0, 7): b"y" * 5}
+    p.pieces.removeKey((WINDOW_PIECE, 0, 7, 0))
+    with pytest.raises(OperatorStateError, match="parts"):
+        p._read_pieces(0)
+    p._remove_piece((WINDOW_PIECE, 0, 7), 1)  # (part 0 is gone already)
+    assert not p.pieces.exists()
