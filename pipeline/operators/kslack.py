@@ -9,6 +9,7 @@ change at runtime (:meth:`KSlack.release` re-applies a new K without an arrival)
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,10 @@ class KSlack:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+    def buffered(self) -> Iterator[Event]:
+        """The tuples held, in no particular order (the input validator's duplicate check)."""
+        return (item[2] for item in self._heap)
 
     def delay_of(self, ts: int) -> int:
         """Raw delay a tuple with ``ts`` arriving now has: max(^iT, ts) − ts."""

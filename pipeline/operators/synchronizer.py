@@ -9,10 +9,12 @@ ts ≤ T_sync passes straight through (it is late; the join decides, Alg. 2).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.events import Event
 from pipeline.operators.kslack import NEG_INF, Tagged, event_from_state, event_state
 
 
@@ -36,6 +38,10 @@ class Synchronizer:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+    def buffered(self) -> Iterator[Event]:
+        """The tuples held, in no particular order (the input validator's duplicate check)."""
+        return (item[3][0] for item in self._heap)
 
     def push(self, item: Tagged) -> list[Tagged]:
         """Alg. 1 lines 3–10 for one tuple; returns what is released, in order."""

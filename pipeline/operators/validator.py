@@ -1,0 +1,396 @@
+"""Input validation against stream time, before K-slack: far-future and too-late tuples,
+duplicates (ours; ARCHITECTURE §7, "bad records are never lost").
+
+A tuple that decoded fine can still be hostile to the join. One stamped 50 years ahead
+would advance its K-slack buffer's local time, the Synchronizer and ⋈T, so every valid
+tuple after it is late; several of them join among themselves. One stamped an hour back
+can join nothing (its window partners expired long ago) and, under Max-K-slack, would
+raise K to an hour. The validator judges each tuple against the *stream's* clock, never
+the wall clock (harvest's own streams start at time 0; a backlog is replayed minutes
+after it was written):
+
+* **clock**: per stream, the median arrival time of its last ``clock_size`` tuples
+  (all of them, accepted or not). A single tuple — or any minority of the last
+  ``clock_size`` — cannot move it; a real jump of the stream's time (a producer that was
+  down for an hour) moves it once most of the recent tuples agree, so the stream is never
+  stuck. Until a stream has ``quorum`` tuples it borrows the clock of all streams
+  together (the median of the last ``clock_size`` arrivals of any stream).
+* **bootstrap**: the first tuples of an instance are *held* until ``quorum`` of them
+  have arrived; then the clock is their median and each held tuple is judged against
+  it, in arrival order. So a far-future tuple cannot be the one that defines time, even
+  as the very first record. At the end of input (:meth:`InputValidator.flush`) fewer
+  than ``quorum`` held tuples are judged against their own median.
+* **future**: arrival or event time more than ``max_future_ms`` ahead of the reference
+  clock — the largest clock of any stream, so a slow stream whose median lags is judged
+  by the others — is rejected (reason ``future: ...``).
+* **late**: event time more than ``max_late_ms`` behind the stream's own clock is
+  rejected (``late: ...``): it could join nothing, and it goes to the dead letters
+  instead of being dropped silently. The default bound (:func:`default_max_late_ms`) is
+  the largest window plus the largest K the disorder policy may choose.
+* **duplicates**: a tuple whose (stream, seq) is already held — in this batch, or by the
+  engine (K-slack, Synchronizer, join windows; :func:`engine_holds`) — with the same
+  event time and attributes is an exact duplicate (a producer retrying outside
+  idempotence): dropped and counted, never joined twice. The same (stream, seq) with a
+  different event time or attributes is rejected (``duplicate seq: ...``). The engine
+  holds every tuple that can still join, so the check needs no state of its own; a
+  duplicate of a tuple the engine no longer holds joins nothing it joined (the original
+  expired, was shed or evicted) or is rejected as late.
+
+Rejected tuples travel on with an opaque ``info`` (the runtime's record coordinates and
+bytes) so the runtime can write them to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pipeline.core.errors import ConfigError, OperatorStateError, SerializationError
+from pipeline.operators.events import Event
+from pipeline.operators.predicates import DenseStore
+
+#: the default of ``[disorder] max_future_ms``
+DEFAULT_MAX_FUTURE_MS = 60_000
+#: the largest K Max-K-slack and quality-driven K may choose, for the default
+#: ``max_late_ms``: both follow the observed delays, which nothing bounds, so a delay
+#: beyond a minute counts as a fault (raise ``max_late_ms`` for slower feeds)
+ADAPTIVE_K_BOUND_MS = 60_000
+CLOCK_SIZE = 31
+QUORUM = 7
+#: a stream's median is recomputed after this many new arrivals (a cheap, still robust
+#: clock: it lags its window by a few tuples at most)
+_REFRESH = 4
+
+
+def default_max_late_ms(mode: str, slack_ms: int, windows: Sequence[int]) -> int:
+    """The largest window plus the largest K the policy may choose: 0 (``none``),
+    ``slack_ms`` (``fixed``), :data:`ADAPTIVE_K_BOUND_MS` (``max``, ``quality``)."""
+    k = {"none": 0, "fixed": int(slack_ms)}.get(mode, ADAPTIVE_K_BOUND_MS)
+    return int(max(windows)) + k
+
+
+@dataclass(frozen=True)
+class ValidatorConfig:
+    """Stream names (for reasons), the two bounds and the clock's size and quorum."""
+
+    streams: tuple[str, ...]
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    max_late_ms: int = 120_000
+    clock_size: int = CLOCK_SIZE
+    quorum: int = QUORUM
+
+    def __post_init__(self) -> None:
+        if self.max_future_ms <= 0 or self.max_late_ms <= 0:
+            raise ConfigError(f"disorder.max_future_ms/max_late_ms: must be > 0, got "
+                              f"{self.max_future_ms}/{self.max_late_ms}")
+        if not 1 <= self.quorum <= self.clock_size:
+            raise ConfigError(f"validator quorum {self.quorum}: must be in [1, clock_size "
+                              f"{self.clock_size}]")
+
+
+@dataclass
+class Rejected:
+    """A tuple the validator refused, with the runtime's ``info`` and why."""
+
+    event: Event
+    info: Any
+    reason: str
+
+
+@dataclass
+class Admission:
+    """One call's outcome: the accepted tuples (arrival order, with their ``info``), the
+    rejected ones and how many exact duplicates were dropped."""
+
+    accepted: list[tuple[Event, Any]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    duplicates: int = 0
+
+
+#: (stream, seq) → the engine's copy of that tuple: (event time, attributes or None when
+#: only the join's features are known, then compared as ``features``)
+Held = Mapping[tuple[int, int], tuple[int, Any]]
+#: the engine's copies of some (stream, seq) keys: see :func:`engine_holds`
+Lookup = Callable[[Sequence[Event]], Held]
+
+
+class InputValidator:
+    """The per-instance validator (see the module docstring). State: the clocks' recent
+    arrivals, the held bootstrap tuples and the counters; :meth:`snapshot` is small."""
+
+    def __init__(self, config: ValidatorConfig) -> None:
+        self.config = config
+        n = config.clock_size
+        self.rings: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
+        self.all: deque[int] = deque(maxlen=n)
+        self.held: list[tuple[Event, Any]] = []
+        self.bootstrapped = False
+        self.counts: dict[str, int] = {"duplicates": 0, "future": 0, "late": 0,
+                                       "conflicts": 0}
+        self._medians: list[int | None] = [None] * len(config.streams)
+        self._all_median: int | None = None
+        self._stale: list[int] = [0] * len(config.streams)
+        self._all_stale = 0
+        #: tuples a clock needs (the end-of-input flush takes whatever is there)
+        self._quorum = config.quorum
+
+    # ------------------------------------------------------------------ clocks
+    def _observe(self, ev: Event) -> None:
+        self.rings[ev.stream].append(ev.arrival)
+        self.all.append(ev.arrival)
+        self._stale[ev.stream] += 1
+        self._all_stale += 1
+
+    def stream_clock(self, stream: int) -> int | None:
+        """The stream's clock (median of its recent arrivals), or None before its quorum."""
+        ring = self.rings[stream]
+        if len(ring) < self._quorum:
+            return None
+        if self._medians[stream] is None or self._stale[stream] >= _REFRESH:
+            self._medians[stream] = _median(ring)
+            self._stale[stream] = 0
+        return self._medians[stream]
+
+    def common_clock(self) -> int | None:
+        """The median of the last arrivals of all streams together (None before a quorum)."""
+        if len(self.all) < self._quorum:
+            return None
+        if self._all_median is None or self._all_stale >= _REFRESH:
+            self._all_median = _median(self.all)
+            self._all_stale = 0
+        return self._all_median
+
+    def clocks(self) -> tuple[list[int | None], int | None]:
+        """(each stream's clock, the common clock)."""
+        return [self.stream_clock(i) for i in range(len(self.rings))], self.common_clock()
+
+    # ------------------------------------------------------------------ judging
+    def _verdict(self, ev: Event) -> str | None:
+        """Why ``ev`` is rejected by the clock rules (None: it is not)."""
+        cfg = self.config
+        common = self.common_clock()
+        own = self.stream_clock(ev.stream)
+        known = [c for c in (self.stream_clock(i) for i in range(len(self.rings)))
+                 if c is not None]
+        if common is not None:
+            known.append(common)
+        if not known:
+            return None
+        ref = max(known)
+        name = cfg.streams[ev.stream]
+        for what, t in (("arrival_time", ev.arrival), ("event_time", ev.ts)):
+            if t > ref + cfg.max_future_ms:
+                self.counts["future"] += 1
+                return (f"future: {what} {t} is {t - ref} ms ahead of the stream clock {ref} "
+                        f"(stream {name}; disorder.max_future_ms = {cfg.max_future_ms})")
+        mine = own if own is not None else (common if common is not None else ref)
+        if ev.ts < mine - cfg.max_late_ms:
+            self.counts["late"] += 1
+            return (f"late: event_time {ev.ts} is {mine - ev.ts} ms behind stream {name}'s "
+                    f"clock {mine} (disorder.max_late_ms = {cfg.max_late_ms}); it can join "
+                    "nothing")
+        return None
+
+    def _duplicate(self, ev: Event, batch: dict[tuple[int, int], tuple[int, Any]],
+                   held: Held) -> tuple[bool, str | None]:
+        """(exact duplicate?, conflict reason) against this call's tuples and the engine."""
+        key = (ev.stream, ev.seq)
+        seen = batch.get(key)
+        if seen is None:
+            seen = held.get(key)
+        if seen is None:
+            return False, None
+        ts, attrs = seen
+        if ts == ev.ts and (attrs is None or _same(attrs, ev.attrs)):
+            return True, None
+        self.counts["conflicts"] += 1
+        name = self.config.streams[ev.stream]
+        what = (f"event_time {ts}, now {ev.ts}" if ts != ev.ts
+                else "the same event_time and other attributes")
+        return False, (f"duplicate seq: ({name}, {ev.seq}) was seen before with {what}; "
+                       "the first one is kept")
+
+    def admit(self, items: Sequence[tuple[Event, Any]], lookup: Lookup | None = None
+              ) -> Admission:
+        """Judge ``items`` (arrival order) after any held ones; ``lookup`` gives the
+        engine's copies of (stream, seq) keys (duplicate check)."""
+        out = Admission()
+        rest = items
+        if not self.bootstrapped:
+            need = self.config.quorum - len(self.held)
+            for ev, info in items[:need]:
+                self._observe(ev)
+                self.held.append((ev, info))
+            if len(self.held) < self.config.quorum:
+                return out
+            rest = items[need:]
+            todo, self.held = self.held, []
+            self.bootstrapped = True
+            self._judge(todo, lookup, out, observed=True)
+        if rest:
+            self._judge(rest, lookup, out, observed=False)
+        return out
+
+    def flush(self, lookup: Lookup | None = None) -> Admission:
+        """End of input: judge the held tuples against their own median."""
+        out = Admission()
+        if self.held:
+            todo, self.held = self.held, []
+            self.bootstrapped = True
+            self._quorum = 1
+            try:
+                self._judge(todo, lookup, out, observed=True)
+            finally:
+                self._quorum = self.config.quorum
+        return out
+
+    def _judge(self, items: Sequence[tuple[Event, Any]], lookup: Lookup | None,
+               out: Admission, *, observed: bool) -> None:
+        held: Held = lookup([ev for ev, _ in items]) if lookup is not None and items else {}
+        batch: dict[tuple[int, int], tuple[int, Any]] = {}
+        for ev, info in items:
+            reason = self._verdict(ev)
+            if not observed:
+                self._observe(ev)
+            if reason is None:
+                dup, reason = self._duplicate(ev, batch, held)
+                if dup:
+                    out.duplicates += 1
+                    self.counts["duplicates"] += 1
+                    continue
+            if reason is not None:
+                out.rejected.append(Rejected(ev, info, reason))
+                continue
+            batch[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+            out.accepted.append((ev, info))
+
+    def metrics(self) -> dict[str, float]:
+        """Counters for the metrics' ``extra`` (cumulative) and the tuples held."""
+        out = {f"validator_{k}": float(v) for k, v in self.counts.items()}
+        out["validator_held"] = float(len(self.held))
+        return out
+
+    # ------------------------------------------------------------------ state
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (the held tuples' ``info`` must be picklable)."""
+        return {
+            "rings": [list(r) for r in self.rings],
+            "all": list(self.all),
+            "held": [(_event_state(ev), info) for ev, info in self.held],
+            "bootstrapped": self.bootstrapped,
+            "counts": dict(self.counts),
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: ValidatorConfig, snap: Mapping[str, Any] | None
+                      ) -> InputValidator:
+        """Inverse of :meth:`snapshot` (None: a new validator)."""
+        v = cls(config)
+        if snap is None:
+            return v
+        try:
+            for ring, values in zip(v.rings, snap["rings"], strict=True):
+                ring.extend(int(t) for t in values)
+            v.all.extend(int(t) for t in snap["all"])
+            v.held = [(_event_from_state(ev), info) for ev, info in snap["held"]]
+            v.bootstrapped = bool(snap["bootstrapped"])
+            v.counts.update({str(k): int(n) for k, n in snap["counts"].items()})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"cannot restore the validator: {exc!r}") from exc
+        return v
+
+
+def _median(values: Iterable[int]) -> int:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]  # the lower median: an actual arrival time
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Equal attributes (the ones the engine keeps), NaN-free by the decode rules."""
+    if isinstance(a, _FeatureCheck):  # a windowed tuple: compare the predicate's features
+        return a.matches(b)
+    return all(b[name] == value for name, value in a.items() if name in b)
+
+
+def _event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
+    return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
+
+
+def _event_from_state(state: Any) -> Event:
+    stream, seq, ts, arrival, attrs = state
+    return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
+
+
+def engine_holds(engine: Any, events: Sequence[Event]) -> dict[tuple[int, int], tuple[int, Any]]:
+    """The engine's copies of the (stream, seq) keys of ``events``: from the K-slack
+    buffers and the Synchronizer (event time, attributes) and from the join windows
+    (event time; attributes compared as the predicate's features). Empty for keys the
+    engine does not hold."""
+    wanted = {(ev.stream, ev.seq) for ev in events}
+    out: dict[tuple[int, int], tuple[int, Any]] = {}
+    for ks in engine.kslacks:
+        for ev in ks.buffered():
+            if (ev.stream, ev.seq) in wanted:
+                out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+    for ev in engine.sync.buffered():
+        if (ev.stream, ev.seq) in wanted:
+            out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+    windows = getattr(engine.join, "windows", None)
+    if not windows:
+        return out
+    predicate = engine.config.predicate
+    b = engine.config.basic_window_ms
+    groups: dict[tuple[int, int], list[Event]] = {}
+    for ev in events:
+        if (ev.stream, ev.seq) not in out:
+            groups.setdefault((ev.stream, ev.ts // b), []).append(ev)
+    for (stream, bid), evs in groups.items():
+        bw = windows[stream].bws.get(bid)
+        if bw is None or len(bw) == 0:
+            continue
+        seqs = bw.seq.view()
+        hits = np.isin(seqs, np.fromiter((e.seq for e in evs), np.int64, len(evs)))
+        if not hits.any():
+            continue
+        rows = np.flatnonzero(hits)
+        tsv = bw.ts.view()
+        by_seq = {int(seqs[r]): int(r) for r in rows.tolist()}
+        for ev in evs:
+            r = by_seq.get(ev.seq)
+            if r is None:
+                continue
+            ts = int(tsv[r])
+            out[(ev.stream, ev.seq)] = (ts, _FeatureCheck(predicate, bw, r))
+    return out
+
+
+class _FeatureCheck(Mapping[str, Any]):
+    """A windowed tuple's attributes, known only as the predicate's feature row: equal to
+    an event's attributes iff the event encodes to the same row (:func:`_same`)."""
+
+    def __init__(self, predicate: Any, bw: Any, row: int) -> None:
+        self.predicate, self.bw, self.row = predicate, bw, row
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def matches(self, attrs: Mapping[str, Any]) -> bool:
+        side_of = getattr(self.bw.feats, "side", None)
+        if not isinstance(self.bw.feats, DenseStore) or side_of is None:
+            return True  # sparse features (cosine): (stream, seq, event time) decide
+        try:
+            enc = self.predicate.encode(attrs)
+        except SerializationError:
+            return False
+        side = side_of(np.array([self.row], np.int64))
+        return bool(np.array_equal(np.asarray(side).reshape(-1), np.asarray(enc).reshape(-1)))
