@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,51 @@ class Adwin:
             if cut:
                 self.changes += 1
             dropped += cut
+        return dropped
+
+    def add_many(self, values: Iterable[float]) -> int:
+        """:meth:`add` for each value in order (the same arithmetic, so the same
+        window); returns the number of oldest items dropped in total."""
+        cfg = self.config
+        buckets, clock, max_width = cfg.max_buckets, cfg.clock, cfg.max_width
+        dropped = 0
+        for x in values:
+            value = float(x)
+            if value < 0.0 or math.isnan(value):
+                raise OperatorInputError(f"adwin: values must be >= 0 and not NaN, got {x!r}")
+            if value > self._range:
+                self._range = value
+            width = self._width
+            if width:
+                mean = self._total / width
+                self._var += width * (value - mean) ** 2 / (width + 1)
+            self._width = width + 1
+            self._total += value
+            levels = self._levels
+            if not levels:
+                levels.append(deque())
+            row = levels[0]
+            row.append((value, 0.0))
+            level = 0
+            while len(row) > buckets:  # _insert_bucket's cascade, inlined
+                s1, v1 = row.popleft()
+                s2, v2 = row.popleft()
+                n = float(1 << level)
+                diff = s1 / n - s2 / n
+                level += 1
+                if level == len(levels):
+                    levels.append(deque())
+                row = levels[level]
+                row.append((s1 + s2, v1 + v2 + n * n * diff * diff / (2 * n)))
+            while self._width > max_width:
+                dropped += self._drop_oldest()
+            self._since_check += 1
+            if self._since_check >= clock:
+                self._since_check = 0
+                cut = self._cut()
+                if cut:
+                    self.changes += 1
+                dropped += cut
         return dropped
 
     def _insert_bucket(self, level: int, bucket: _Bucket) -> None:

@@ -75,6 +75,38 @@ class StreamDelayStats:
         for _ in range(self._adwin.add(float(max(delay_ms, 0)))):
             self._evict()
 
+    def observe_many(self, delays: npt.NDArray[np.int64], ksyncs: list[float | None]) -> None:
+        """:meth:`observe` for each (delay, K^sync) in order — the same window, histogram
+        and sums (K^sync samples are whole milliseconds, so their sum is exact in any
+        order); ADWIN sees the delays one by one (:meth:`Adwin.add_many`)."""
+        n = delays.shape[0]
+        if n == 0:
+            return
+        g = self.granularity_ms
+        bins = np.where(delays > 0, -(-delays // g), 0)
+        top = int(bins.max())
+        if top >= self._counts.shape[0]:
+            grown = np.zeros(max(top + 1, 2 * self._counts.shape[0]), dtype=np.int64)
+            grown[: self._counts.shape[0]] = self._counts
+            self._counts = grown
+        self._counts[: top + 1] += np.bincount(bins, minlength=top + 1)
+        self._bins.extend(bins.tolist())
+        self._ksync.extend(ksyncs)
+        for k in ksyncs:
+            if k is not None:
+                self._ksync_sum += k
+                self._ksync_n += 1
+        self.arrivals += n
+        dropped = self._adwin.add_many(np.maximum(delays, 0).astype(np.float64).tolist())
+        if dropped:  # :meth:`_evict` for each, at once (whole-millisecond sums: exact)
+            bins_out = [self._bins.popleft() for _ in range(dropped)]
+            ksync_out = [self._ksync.popleft() for _ in range(dropped)]
+            self._counts -= np.bincount(bins_out, minlength=self._counts.shape[0])
+            for k in ksync_out:
+                if k is not None:
+                    self._ksync_sum -= k
+                    self._ksync_n -= 1
+
     def _evict(self) -> None:
         self._counts[self._bins.popleft()] -= 1
         old = self._ksync.popleft()
@@ -174,6 +206,40 @@ class StatisticsManager:
         if None not in times:
             ksync = float(prev - min(times))  # type: ignore[type-var, operator]
         self.streams[stream].observe(delay_ms, ksync)
+
+    def observe_many(self, streams: npt.NDArray[np.int64], ts: npt.NDArray[np.int64],
+                     delays: npt.NDArray[np.int64]) -> None:
+        """:meth:`observe` for every arrival of a run, in order: ^iT as running maxima,
+        K^sync from the per-stream local times after each arrival (None until every
+        stream has started), then each stream's statistics at once."""
+        m = len(self.streams)
+        if streams.shape[0] == 0:
+            return
+        if int(streams.min()) < 0 or int(streams.max()) >= m:
+            raise OperatorInputError(
+                f"statistics: stream index must be in 0..{m - 1}, got {streams.tolist()}")
+        floor = np.iinfo(np.int64).min
+        local = ts + np.maximum(delays, 0)
+        times = np.empty((m, streams.shape[0]), np.int64)
+        for s in range(m):
+            mine = np.where(streams == s, local, floor)
+            prev = self.local_time[s]
+            times[s] = np.maximum.accumulate(mine)
+            if prev is not None:
+                np.maximum(times[s], prev, out=times[s])
+        started = times > floor
+        low = times.min(axis=0)
+        every = np.asarray(started.all(axis=0))
+        own = times[streams, np.arange(streams.shape[0])]
+        ksync = (own - low).astype(np.float64)
+        for s in range(m):
+            rows = np.flatnonzero(streams == s)
+            if rows.shape[0] == 0:
+                continue
+            ks: list[float | None] = [v if ok else None for v, ok in zip(
+                ksync[rows].tolist(), every[rows].tolist(), strict=True)]
+            self.streams[s].observe_many(delays[rows], ks)
+            self.local_time[s] = int(times[s, -1])
 
     def max_delay_ms(self) -> int:
         """MaxD^H: upper edge of the largest delay bin present in any R_i^stat."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators import engine_batch
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event, JoinResult, results_from_arrays
 from pipeline.operators.hooks import PluginEnv, Shedder, SlackPolicy
@@ -75,6 +76,12 @@ class Engine:
         self._metrics: list[dict[str, Any]] = []
         #: result rows (seqs, tss) of the current public call, built into results once
         self._pending: list[tuple[Any, Any]] = []
+        #: inside a batch call: released tuples go through the batch path
+        self._batching = False
+        #: pair evaluations actually run (a diagnostic, not state): the batch path tests
+        #: whole blocks, so it runs more than ``stats.checks`` counts (what a per-tuple
+        #: probe runs), depending on how the input was batched
+        self.pairs_evaluated = 0
 
     # ------------------------------------------------------------------ input
     def process(self, event: Event) -> list[JoinResult]:
@@ -83,9 +90,21 @@ class Engine:
         return self._drain_results()
 
     def process_many(self, events: Iterable[Event]) -> list[JoinResult]:
-        """:meth:`process` for each event, results concatenated (built in one go)."""
-        for ev in events:
-            self._process_one(ev)
+        """:meth:`process` for each event, results concatenated (built in one go).
+
+        Batch path (ours, :mod:`~pipeline.operators.engine_batch`): when the plug-ins
+        allow it, K-slack, the Synchronizer and the join (Ji et al. Alg. 2) handle the
+        events run by run with array operations — the same results, in the same order."""
+        if engine_batch.front_batchable(self):
+            self._batching = True
+            try:
+                engine_batch.run_events(self, events if isinstance(events, Sequence)
+                                        else list(events))
+            finally:
+                self._batching = False
+        else:
+            for ev in events:
+                self._process_one(ev)
         return self._drain_results()
 
     def _process_one(self, event: Event) -> None:
@@ -148,10 +167,17 @@ class Engine:
 
     def flush(self) -> list[JoinResult]:
         """End of input: release every K-slack and the Synchronizer in ts order."""
-        for ks in self.kslacks:
-            self._to_join(ks.flush())
-        for ev, delay in self.sync.flush():
-            self._join_one(ev, delay)
+        self._batching = engine_batch.front_batchable(self)
+        try:
+            for ks in self.kslacks:
+                self._to_join(ks.flush())
+            if self._batching:
+                engine_batch.join_run(self, self.sync.flush(), self.clock)
+            else:
+                for ev, delay in self.sync.flush():
+                    self._join_one(ev, delay)
+        finally:
+            self._batching = False
         return self._drain_results()
 
     def memory_metrics(self) -> dict[str, Any] | None:
@@ -188,6 +214,10 @@ class Engine:
         return boundary
 
     def _to_join(self, tagged: list[Tagged]) -> None:
+        if self._batching:  # Alg. 1 and the join over the whole release at once
+            joined, _ = engine_batch.sync_run(self.sync, tagged)
+            engine_batch.join_run(self, joined, self.clock)
+            return
         for item in tagged:
             for ev, delay in self.sync.push(item):
                 self._join_one(ev, delay)
@@ -215,6 +245,7 @@ class Engine:
         self.shedder.charge(cost, self.clock)
         stats.comparisons += res.cost
         stats.checks += res.checks
+        self.pairs_evaluated += res.checks
         stats.cost += cost
         stats.results += res.count
         if res.count:

@@ -46,7 +46,12 @@ from pipeline.operators.harvest import (
 )
 from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
 from pipeline.operators.throttle import Ceiling, CeilingConfig, Throttle, ThrottleConfig
-from pipeline.operators.virtual_cpu import BudgetReading, make_budget, restore_budget
+from pipeline.operators.virtual_cpu import (
+    BudgetReading,
+    WallBudget,
+    make_budget,
+    restore_budget,
+)
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
@@ -185,6 +190,21 @@ class GrubJoinShedder:
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
+
+    def admit_run(self, streams: np.ndarray, now: int) -> bool:
+        """Ours (the engine's batch path): admit a whole run if the budget never drops —
+        the wall clock; the virtual CPU's queue depends on each previous tuple's cost,
+        so it answers False and the engine admits tuple by tuple."""
+        if type(self.budget) is not WallBudget:
+            return False
+        self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
+        self.budget.admit_run(int(streams.shape[0]))
+        return True
+
+    def charge_run(self, costs: np.ndarray, now: int) -> None:
+        """The run admitted by :meth:`admit_run` cost ``costs`` (one per tuple)."""
+        assert isinstance(self.budget, WallBudget)
+        self.budget.charge_run(costs.tolist())
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:

@@ -25,8 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.batchjoin import RunOutput, process_run
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
 from pipeline.operators.predicates import DensePredicate, Predicate
+from pipeline.operators.valueindex import ValueIndex
 from pipeline.operators.windows import (
     BasicWindow,
     Rows,
@@ -121,6 +123,9 @@ class MWayJoin:
         self._dense = isinstance(config.predicate, DensePredicate)
         self._use_index = config.index and getattr(config.predicate, "kind", None) in (
             "band", "equi")
+        #: per stream, the batched path's sorted value index (valueindex.py); None =
+        #: stale (a tuple went in through :meth:`process` / :meth:`insert`)
+        self._vindex: list[ValueIndex | None] = [None] * m
 
     # ------------------------------------------------------------------ Alg. 2
     def process(
@@ -135,16 +140,32 @@ class MWayJoin:
                     win.expire(ts - cfg.windows[j])
             out = self.probe(stream, ts, seq, enc, plan)
             self.windows[stream].insert(ts, seq, enc)
+            self._vindex[stream] = None
             return out
         empty = np.zeros((0, cfg.m), np.int64)
         if ts >= self.join_time - cfg.windows[stream]:
             self.windows[stream].insert(ts, seq, enc)
+            self._vindex[stream] = None
             return JoinOutput(Outcome.LATE, empty, empty, 0)
         return JoinOutput(Outcome.DISCARDED, empty, empty, 0)
+
+    def process_batch(self, streams: I64, ts: I64, seqs: I64, feats: NDArray[np.float64],
+                      plans: Sequence[ProbePlan | None], want_cross: bool = False
+                      ) -> RunOutput:
+        """Alg. 2 for a run of tuples at once, batch-vectorized (dense predicates;
+        :func:`~pipeline.operators.batchjoin.process_run`): the same outcomes, results
+        and costs as :meth:`process` tuple by tuple."""
+        return process_run(self, streams, ts, seqs, feats, plans, want_cross)
+
+    @property
+    def use_index(self) -> bool:
+        """Whether probes use the per-basic-window sorted indexes (band/equi + index)."""
+        return self._use_index
 
     def insert(self, stream: int, ts: int, seq: int, enc: Any) -> None:
         """Insert without probing (benchmark warm-up, state rebuild)."""
         self.windows[stream].insert(ts, seq, enc)
+        self._vindex[stream] = None
 
     def selectivities(self) -> NDArray[np.float64]:
         """Sampled pairwise selectivities σ_{i,l} (NaN where not yet sampled)."""
@@ -243,8 +264,11 @@ class MWayJoin:
             if found is None:
                 return self._no_results(stream, ts, order, plan, scanned, cost, entering, checks)
             k = _extend(pred, stream, l, found, p_ts, p_seq, p_side, pos == last_pos)
-        seqs = np.stack([p_seq[s] for s in range(cfg.m)], axis=1)
-        tss = np.stack([p_ts[s] for s in range(cfg.m)], axis=1)
+        # one probe's results in lexicographic order of their members' (ts, seq) along
+        # the order — the order the batched probe (batchprobe.py) produces too
+        rank = np.lexsort([key for l in reversed(order) for key in (p_seq[l], p_ts[l])])
+        seqs = np.stack([p_seq[s][rank] for s in range(cfg.m)], axis=1)
+        tss = np.stack([p_ts[s][rank] for s in range(cfg.m)], axis=1)
         fb = self._feedback(stream, ts, order, plan, p_ts, scanned, k, cost, entering)
         return JoinOutput(Outcome.PROBED, seqs, tss, cost, fb, checks)
 

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 class NoShedder:
     """No load shedding: the full join (GrubJoin's z = 1 baseline)."""
 
+    #: :meth:`plan` is always None (the engine's batch path skips asking)
+    never_plans = True
+
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> NoShedder:
         return cls()
@@ -26,6 +29,13 @@ class NoShedder:
         return None
 
     def charge(self, cost: float, now: int) -> None:
+        return None
+
+    def admit_run(self, streams: Any, now: int) -> bool:
+        """The engine's batch path: everything is admitted."""
+        return True
+
+    def charge_run(self, costs: Any, now: int) -> None:
         return None
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:

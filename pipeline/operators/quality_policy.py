@@ -151,6 +151,8 @@ class QualityPolicy:
     mode = "quality"
     #: Eq. 6 needs the exact cross-join count n^× of every probing tuple
     needs_cross = True
+    #: K changes only in :meth:`maybe_adapt`: the engine may run K-slack vectorized
+    batch_front = True
 
     def __init__(self, config: QualityConfig, timer: Callable[[], float] | None = None) -> None:
         self.config = config
@@ -194,6 +196,24 @@ class QualityPolicy:
         self.joined[stream] += 1
         if not late:
             self.monitor.add_results(results)
+
+    def observe_arrivals(self, streams: np.ndarray, ts: np.ndarray,
+                         delays: np.ndarray) -> None:
+        """:meth:`observe_arrival` for every arrival of a run (the engine's batch path)."""
+        for s in np.unique(streams).tolist():
+            low = int(ts[streams == s].min())
+            first = self.first_ts[s]
+            if first is None or low < first:
+                self.first_ts[s] = low
+        self.stats.observe_many(streams, ts, delays)
+
+    def observe_joins(self, streams: np.ndarray, ts: np.ndarray, delays: np.ndarray,
+                      results: np.ndarray, cross: np.ndarray, late: np.ndarray) -> None:
+        """:meth:`observe_join` for every tuple of a run (the engine's batch path)."""
+        self.profiler.record_many(delays, ~late, cross, results)
+        for s, c in enumerate(np.bincount(streams, minlength=len(self.joined)).tolist()):
+            self.joined[s] += c
+        self.monitor.add_results(int(results[~late].sum()))
 
     def current_k(self) -> int:
         """The common K (ms) of every K-slack buffer."""

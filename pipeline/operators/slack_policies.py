@@ -26,6 +26,8 @@ class BaselinePolicy:
 
     mode = "baseline"
     needs_cross = False
+    #: K changes only in :meth:`maybe_adapt` (not Max-K-slack): K-slack may run vectorized
+    batch_front = True
 
     def __init__(self, k_ms: int = 0) -> None:
         self.k_ms = k_ms
@@ -39,9 +41,18 @@ class BaselinePolicy:
         if delay > self.max_delay:
             self.max_delay = delay
 
+    def observe_arrivals(self, streams: Any, ts: Any, delays: Any) -> None:
+        """:meth:`observe_arrival` for every arrival of a run (the engine's batch path)."""
+        if len(delays):
+            self.max_delay = max(self.max_delay, int(delays.max()))
+
     def observe_join(
         self, stream: int, ts: int, delay: int, results: int, cross: int, late: bool
     ) -> None:
+        return None
+
+    def observe_joins(self, *args: Any) -> None:
+        """:meth:`observe_join` for a run: nothing to record."""
         return None
 
     def current_k(self) -> int:
@@ -86,6 +97,8 @@ class MaxSlack(BaselinePolicy):
     """Max-K-slack: K = max raw delay observed so far (over all streams)."""
 
     mode = "max"
+    #: K = the largest delay so far changes with every arrival
+    batch_front = False
 
     def current_k(self) -> int:
         return self.max_delay

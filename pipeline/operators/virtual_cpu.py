@@ -208,6 +208,21 @@ class WallBudget:
         self.timed_total += took
         self.cost += cost
 
+    def admit_run(self, n: int) -> None:
+        """Ours (the engine's batch path): ``n`` tuples admitted at once; their charge
+        (:meth:`charge_run`) times the whole run."""
+        self.pushed += n
+        self.started = self.clock()
+
+    def charge_run(self, costs: list[float]) -> None:
+        """The run admitted last cost ``costs`` (one per tuple), summed in order as
+        :meth:`charge` would."""
+        took = max(0.0, self.clock() - self.started)
+        self.spent += took
+        self.timed_total += took
+        for c in costs:
+            self.cost += c
+
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         """Ours: a micro-batch's wall time outside admit→charge counts as spent, and
         ``lag_ratio`` (freshest input's age / latency target) > 1 caps the next reading
@@ -418,6 +433,7 @@ def restore_budget(
     if isinstance(budget, WallQueue):
         return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)
     return WallBudget.from_snapshot(budget.config, budget.clock, snap)
+
 
 def restore_queue_budget(
     budget: VirtualCpu | WallQueue, snap: dict[str, Any]

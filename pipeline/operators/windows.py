@@ -67,12 +67,7 @@ class BasicWindow:
         ``sealed``: no longer the newest basic window, so any tail is indexed now."""
         col = self.feats.rows.view()[:, 0]  # type: ignore[union-attr]
         n = col.shape[0]
-        tail_n = n - self._ix_n
-        if tail_n > 0 and (sealed or tail_n > max(32, self._ix_n // 4)):
-            order = np.argsort(col, kind="stable")
-            self._ix_vals = col[order]
-            self._ix_rows = order.astype(np.int64)
-            self._ix_n = n
+        self.value_index(sealed)
         a, b = self._ix_vals.searchsorted((lo, np.nextafter(hi, np.inf))).tolist()
         hits = self._ix_rows[a:b]
         if n > self._ix_n:
@@ -81,8 +76,46 @@ class BasicWindow:
             hits = np.concatenate([hits, extra])
         return np.sort(hits) if hits.shape[0] > 1 else hits.copy()
 
+    def value_index(self, sealed: bool = False
+                    ) -> tuple[NDArray[np.float64], NDArray[np.int64], int]:
+        """(sorted first-feature values, their rows, rows covered): the sorted index of a
+        dense store, rebuilt when the unindexed tail outgrows a quarter of it (or at
+        once when ``sealed``); rows past the covered ones are not in it yet."""
+        n = len(self.ts)
+        tail_n = n - self._ix_n
+        if tail_n > 0 and (sealed or tail_n > max(32, self._ix_n // 4)):
+            col = self.feats.rows.view()[:, 0]  # type: ignore[union-attr]
+            order = np.argsort(col, kind="stable")
+            self._ix_vals = col[order]
+            self._ix_rows = order.astype(np.int64)
+            self._ix_n = n
+        return self._ix_vals, self._ix_rows, self._ix_n
+
     def __len__(self) -> int:
         return len(self.ts)
+
+    def add_many(self, ts: NDArray[np.int64], seq: NDArray[np.int64],
+                 feats: NDArray[np.float64]) -> bool:
+        """:meth:`add` for several tuples (dense stores), in order; True iff every one
+        was appended at the end (none late), which costs one extend per column. Late
+        ones are each put after the equal ts :meth:`add` finds: the rows end up stably
+        sorted by ts, which one stable sort of old + new rows gives at once."""
+        self.dirty = True
+        self.min_ts = min(self.min_ts, int(ts.min()))
+        in_order = bool(ts[0] >= self.max_ts) and bool((ts[1:] >= ts[:-1]).all())
+        self.max_ts = max(self.max_ts, int(ts.max()))
+        self.ts.extend(ts)
+        self.seq.extend(seq)
+        self.feats.rows.extend(feats)  # type: ignore[union-attr]
+        if in_order:
+            return True
+        if not self.ordered:  # rows were not in ts order before (a restored snapshot)
+            return False
+        order = np.argsort(self.ts.view(), kind="stable")
+        for col in (self.ts, self.seq, self.feats.rows):  # type: ignore[union-attr]
+            col.view()[:] = col.view()[order]
+        self._ix_n = 0  # row ids moved: the value index is rebuilt on demand
+        return False
 
     def add(self, ts: int, seq: int, enc: Any) -> int:
         """Store a tuple; returns its row. In-order tuples are appended; a late one
@@ -216,6 +249,57 @@ class StreamWindow:
                 self._merged.add(ts, seq, enc)  # keeps the merged rows in window order
             else:  # a late tuple not at the end of the newest basic window
                 self._merged = None
+
+    def insert_many(self, ts: NDArray[np.int64], seq: NDArray[np.int64],
+                    feats: NDArray[np.float64]) -> None:
+        """:meth:`insert` for several tuples in order (dense stores; the batched join):
+        one extend per basic window they land in. The merged copy keeps up only if
+        every tuple lands at the end of the newest basic window, as with :meth:`insert`."""
+        if ts.shape[0] == 0:
+            return
+        newest = self.bws[self.bids[-1]].max_ts if self.bids else np.iinfo(np.int64).min
+        appended = bool(ts[0] >= newest) and bool((ts[1:] >= ts[:-1]).all())
+        bids = ts // self.b
+        cut = np.flatnonzero(bids[1:] != bids[:-1]) + 1
+        if appended or cut.shape[0] == 0:
+            groups = np.split(np.arange(ts.shape[0]), cut)
+        else:
+            order = np.argsort(bids, kind="stable")
+            sb = bids[order]
+            groups = np.split(order, np.flatnonzero(sb[1:] != sb[:-1]) + 1)
+        for rows in groups:
+            bid = int(bids[rows[0]])
+            bw = self.bws.get(bid)
+            if bw is None:
+                bw = BasicWindow(bid, self.predicate.new_store())
+                self.bws[bid] = bw
+                if not self.bids or bid > self.bids[-1]:
+                    self.bids.append(bid)
+                else:
+                    bisect.insort(self.bids, bid)
+            bw.add_many(ts[rows], seq[rows], feats[rows])
+        self.total += int(ts.shape[0])
+        if self._merged is not None:
+            if appended:
+                merged = self._merged
+                merged.max_ts = int(ts[-1])
+                merged.min_ts = min(merged.min_ts, int(ts[0]))
+                merged.ts.extend(ts)
+                merged.seq.extend(seq)
+                merged.feats.rows.extend(feats)  # type: ignore[union-attr]
+            else:
+                self._merged = None
+
+    def merged_columns(self, d: int) -> tuple[NDArray[np.int64], NDArray[np.int64],
+                                              NDArray[np.float64]]:
+        """(ts, seq, feature rows) of every stored tuple in window order — ascending ts
+        for a dense store — from the merged copy (built if needed; ``d`` features)."""
+        if not self.bids:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, d))
+        self.merged_in_range(np.iinfo(np.int64).min)
+        merged = self._merged
+        assert merged is not None
+        return merged.ts.view(), merged.seq.view(), merged.feats.rows.view()  # type: ignore[union-attr]
 
     def expire(self, lo: int) -> None:
         """Drop every basic window whose newest tuple is older than ``lo``."""
