@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, str] = {
     "disorder": "bench.disorder",
     "grubjoin": "bench.grubjoin",
     "pipeline": "bench.pipeline",
+    "memory": "bench.memory",
     "state": "bench.state",
 }
 

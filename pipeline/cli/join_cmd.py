@@ -44,6 +44,9 @@ def _print_summary(s: ReplaySummary) -> None:
         f"cost_per_second={s.cost_per_second:.1f} cpu_seconds={s.cpu_seconds:.2f} "
         f"tuples_per_cpu_second={s.tuples_per_cpu_second:.0f}"
     )
+    if s.memory is not None:
+        print(f"memory: evictions={s.memory['evictions']} window_state={s.memory['window_state']} "
+              f"budget={s.memory['memory_budget']} kslack_tuples={s.memory['kslack_tuples']}")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

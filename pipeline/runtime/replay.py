@@ -37,6 +37,8 @@ class ReplaySummary:
     cost_per_second: float
     cpu_seconds: float
     tuples_per_cpu_second: float
+    #: ``[memory]`` on: evictions, tuples per window, window_state, kslack_tuples (else None)
+    memory: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,4 +104,5 @@ def replay(
         cost_per_second=stats.cost / span if span > 0 else 0.0,
         cpu_seconds=cpu,
         tuples_per_cpu_second=stats.inputs / cpu,
+        memory=engine.memory_metrics(),
     )
