@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "pipeline": "bench.pipeline",
     "memory": "bench.memory",
     "state": "bench.state",
+    "delivery": "bench.delivery",
 }
 
 
