@@ -15,7 +15,7 @@ import argparse
 import signal
 from types import FrameType
 
-from pipeline.cli.args import positive_float, positive_int
+from pipeline.cli.args import non_negative_int, positive_float, positive_int
 from pipeline.core.settings import Settings
 from pipeline.spec.model import load_spec
 
@@ -48,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--driver-memory", default="1g", help="Spark driver memory (default 1g)")
     p.add_argument("--max-offsets-per-trigger", type=positive_int, default=None,
                    help="override [job] max_offsets_per_trigger")
+    p.add_argument("--max-restarts", type=non_negative_int, default=0, metavar="N",
+                   help="after a failure, restart the job from its checkpoint (backoff 2 s, "
+                   "doubling up to 60 s; each restart is logged); exit 1 after N restarts "
+                   "(default 0: fail at once)")
     p.set_defaults(handler=run)
 
 
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         check_until_idle,
         job_config,
         report_line,
-        submit,
+        submit_supervised,
         wait_for_inputs,
     )
 
@@ -89,7 +93,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     spark = build_session(session)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        report = submit(spark, cfg, settings, args.until_idle)
+        report = submit_supervised(spark, cfg, settings, args.until_idle, args.max_restarts)
     finally:
         spark.stop()
     print(report_line(report), flush=True)

@@ -31,6 +31,11 @@ class DisorderConfig:
     granularity_ms: int = 10
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: Literal["max", "mean"] = "mean"
+    #: input validation (:mod:`pipeline.operators.validator`, applied by the Spark
+    #: instance): how far ahead of / behind its stream's clock a tuple may be (None: the
+    #: largest window + the largest K, ``validator.default_max_late_ms``)
+    max_future_ms: int = 60_000
+    max_late_ms: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,17 @@ raise K to an hour. The validator judges each tuple against the *stream's* clock
 the wall clock (harvest's own streams start at time 0; a backlog is replayed minutes
 after it was written):
 
-* **clock**: per stream, the median arrival time of its last ``clock_size`` tuples
-  (all of them, accepted or not). A single tuple — or any minority of the last
-  ``clock_size`` — cannot move it; a real jump of the stream's time (a producer that was
-  down for an hour) moves it once most of the recent tuples agree, so the stream is never
-  stuck. Until a stream has ``quorum`` tuples it borrows the clock of all streams
-  together (the median of the last ``clock_size`` arrivals of any stream).
+* **clock**: per stream, the median arrival time of its last ``clock_size`` *accepted*
+  tuples. No rejected tuple moves it, so no burst of bad tuples can, even where an
+  instance sees a stream only now and then (aligned tuple routing sends an instance the
+  tuples of its own segments; in between, the far-future tuples whose segment it owns
+  would be all it sees). A real jump of the stream's time (a producer that was down for
+  an hour) is taken once ``clock_size`` tuples of the stream in a row were ahead and
+  agree among themselves (within ``max_future_ms``): those go to the dead letters, the
+  ones after them are judged against the new clock (``jumps`` counts it). Until a stream
+  has ``quorum`` tuples it borrows the clock of all streams together (the median of the
+  last ``clock_size`` accepted arrivals of any stream). With aligned tuple routing the
+  runtime also passes the routing tasks' median arrival (:meth:`observe_reference`).
 * **bootstrap**: the first tuples of an instance are *held* until ``quorum`` of them
   have arrived; then the clock is their median and each held tuple is judged against
   it, in arrival order. So a far-future tuple cannot be the one that defines time, even
@@ -128,9 +133,15 @@ class InputValidator:
         self.rings: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
         self.all: deque[int] = deque(maxlen=n)
         self.held: list[tuple[Event, Any]] = []
+        #: per stream, the arrivals of the latest run of future rejections (a jump of the
+        #: stream's time once it is ``clock_size`` long)
+        self.pending: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
         self.bootstrapped = False
+        #: stream time as the runtime sees it beyond this instance's own tuples (Spark:
+        #: the routing tasks' median arrival, on the tick rows), None = unknown
+        self.reference: int | None = None
         self.counts: dict[str, int] = {"duplicates": 0, "future": 0, "late": 0,
-                                       "conflicts": 0}
+                                       "conflicts": 0, "jumps": 0}
         self._medians: list[int | None] = [None] * len(config.streams)
         self._all_median: int | None = None
         self._stale: list[int] = [0] * len(config.streams)
@@ -140,10 +151,40 @@ class InputValidator:
 
     # ------------------------------------------------------------------ clocks
     def _observe(self, ev: Event) -> None:
-        self.rings[ev.stream].append(ev.arrival)
-        self.all.append(ev.arrival)
-        self._stale[ev.stream] += 1
+        self._observe_arrival(ev.stream, ev.arrival)
+
+    def _observe_arrival(self, stream: int, arrival: int) -> None:
+        self.rings[stream].append(arrival)
+        self.all.append(arrival)
+        self._stale[stream] += 1
         self._all_stale += 1
+
+    def _reset_clocks(self, items: Iterable[tuple[Event, Any]]) -> None:
+        """The clocks from ``items`` only (after the bootstrap: its accepted tuples)."""
+        for ring in self.rings:
+            ring.clear()
+        self.all.clear()
+        self._medians = [None] * len(self.rings)
+        self._all_median = None
+        for ev, _ in items:
+            self._observe(ev)
+
+    def _future(self, ev: Event) -> None:
+        """A tuple of ``ev``'s stream was rejected as future. ``clock_size`` of them in a
+        row (no accepted tuple of the stream between them) that agree among themselves
+        (within ``max_future_ms``) are the stream's new time: its clock jumps to them."""
+        pending = self.pending[ev.stream]
+        pending.append(ev.arrival)
+        if len(pending) < self.config.clock_size:
+            return
+        if max(pending) - min(pending) > self.config.max_future_ms:
+            return
+        self.counts["jumps"] += 1
+        for t in pending:
+            self._observe_arrival(ev.stream, t)
+        self._medians[ev.stream] = None
+        self._all_median = None
+        pending.clear()
 
     def stream_clock(self, stream: int) -> int | None:
         """The stream's clock (median of its recent arrivals), or None before its quorum."""
@@ -169,8 +210,9 @@ class InputValidator:
         return [self.stream_clock(i) for i in range(len(self.rings))], self.common_clock()
 
     # ------------------------------------------------------------------ judging
-    def _verdict(self, ev: Event) -> str | None:
-        """Why ``ev`` is rejected by the clock rules (None: it is not)."""
+    def _verdict(self, ev: Event) -> tuple[str | None, bool]:
+        """Why ``ev`` is rejected by the clock rules (None: it is not), and whether it is
+        ahead of the clock."""
         cfg = self.config
         common = self.common_clock()
         own = self.stream_clock(ev.stream)
@@ -178,22 +220,24 @@ class InputValidator:
                  if c is not None]
         if common is not None:
             known.append(common)
+        if self.reference is not None and known:
+            known.append(self.reference)
         if not known:
-            return None
+            return None, False
         ref = max(known)
         name = cfg.streams[ev.stream]
         for what, t in (("arrival_time", ev.arrival), ("event_time", ev.ts)):
             if t > ref + cfg.max_future_ms:
                 self.counts["future"] += 1
                 return (f"future: {what} {t} is {t - ref} ms ahead of the stream clock {ref} "
-                        f"(stream {name}; disorder.max_future_ms = {cfg.max_future_ms})")
+                        f"(stream {name}; disorder.max_future_ms = {cfg.max_future_ms})"), True
         mine = own if own is not None else (common if common is not None else ref)
         if ev.ts < mine - cfg.max_late_ms:
             self.counts["late"] += 1
             return (f"late: event_time {ev.ts} is {mine - ev.ts} ms behind stream {name}'s "
                     f"clock {mine} (disorder.max_late_ms = {cfg.max_late_ms}); it can join "
-                    "nothing")
-        return None
+                    "nothing"), False
+        return None, False
 
     def _duplicate(self, ev: Event, batch: dict[tuple[int, int], tuple[int, Any]],
                    held: Held) -> tuple[bool, str | None]:
@@ -230,9 +274,9 @@ class InputValidator:
             rest = items[need:]
             todo, self.held = self.held, []
             self.bootstrapped = True
-            self._judge(todo, lookup, out, observed=True)
+            self._judge(todo, lookup, out, bootstrap=True)
         if rest:
-            self._judge(rest, lookup, out, observed=False)
+            self._judge(rest, lookup, out, bootstrap=False)
         return out
 
     def flush(self, lookup: Lookup | None = None) -> Admission:
@@ -243,19 +287,22 @@ class InputValidator:
             self.bootstrapped = True
             self._quorum = 1
             try:
-                self._judge(todo, lookup, out, observed=True)
+                self._judge(todo, lookup, out, bootstrap=True)
             finally:
                 self._quorum = self.config.quorum
         return out
 
     def _judge(self, items: Sequence[tuple[Event, Any]], lookup: Lookup | None,
-               out: Admission, *, observed: bool) -> None:
+               out: Admission, *, bootstrap: bool) -> None:
+        """Judge ``items`` in order. The clocks follow the accepted tuples only (so a
+        burst of bad ones cannot become the majority of an instance that sees a stream
+        only now and then, as with aligned tuple routing); the bootstrap's held tuples
+        were observed to define the first clock, which then keeps the accepted ones."""
         held: Held = lookup([ev for ev, _ in items]) if lookup is not None and items else {}
         batch: dict[tuple[int, int], tuple[int, Any]] = {}
+        first = len(out.accepted)
         for ev, info in items:
-            reason = self._verdict(ev)
-            if not observed:
-                self._observe(ev)
+            reason, future = self._verdict(ev)
             if reason is None:
                 dup, reason = self._duplicate(ev, batch, held)
                 if dup:
@@ -264,9 +311,23 @@ class InputValidator:
                     continue
             if reason is not None:
                 out.rejected.append(Rejected(ev, info, reason))
+                if future and not bootstrap:
+                    self._future(ev)
                 continue
             batch[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
             out.accepted.append((ev, info))
+            if not bootstrap:
+                self._observe(ev)
+                self.pending[ev.stream].clear()
+        if bootstrap:
+            self._reset_clocks(out.accepted[first:])
+
+    def observe_reference(self, arrival_ms: int) -> None:
+        """Stream time seen elsewhere: with aligned tuple routing an instance gets the
+        tuples of its own segments only (G − 1 segments' worth of gap between them), so
+        the median arrival of a routing task's whole batch keeps its future bound current.
+        A median of a batch: no single tuple moves it."""
+        self.reference = int(arrival_ms)
 
     def metrics(self) -> dict[str, float]:
         """Counters for the metrics' ``extra`` (cumulative) and the tuples held."""
@@ -281,8 +342,10 @@ class InputValidator:
             "rings": [list(r) for r in self.rings],
             "all": list(self.all),
             "held": [(_event_state(ev), info) for ev, info in self.held],
+            "pending": [list(p) for p in self.pending],
             "bootstrapped": self.bootstrapped,
             "counts": dict(self.counts),
+            "reference": self.reference,
         }
 
     @classmethod
@@ -297,8 +360,12 @@ class InputValidator:
                 ring.extend(int(t) for t in values)
             v.all.extend(int(t) for t in snap["all"])
             v.held = [(_event_from_state(ev), info) for ev, info in snap["held"]]
+            for pending, values in zip(v.pending, snap.get("pending", []), strict=False):
+                pending.extend(int(t) for t in values)
             v.bootstrapped = bool(snap["bootstrapped"])
             v.counts.update({str(k): int(n) for k, n in snap["counts"].items()})
+            ref = snap.get("reference")
+            v.reference = int(ref) if ref is not None else None
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore the validator: {exc!r}") from exc
         return v

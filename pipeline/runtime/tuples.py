@@ -12,6 +12,7 @@ message names the field and the spec key — the dead-letter reason.
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -83,6 +84,16 @@ def _own(plan: StreamPlan, rec: Mapping[str, Any]) -> None:
             f"arrival_time {rec['arrival_time']} before event_time {rec['event_time']}")
 
 
+def _finite(value: Any, field: str, key: str) -> Any:
+    """The job's rule: no NaN or ±Inf in an attribute the predicate reads."""
+    values = value.values() if isinstance(value, Mapping) else [value]
+    for v in values:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise SerializationError(f"non-finite value {v} in attribute '{field}' ({key}), "
+                                     "which the join predicate reads")
+    return value
+
+
 def to_tuple(plan: StreamPlan, rec: Mapping[str, Any], partition: int, offset: int,
              kafka_ms: int | None) -> dict[str, Any]:
     """The dump line of one decoded record of ``plan``'s topic."""
@@ -107,7 +118,7 @@ def to_tuple(plan: StreamPlan, rec: Mapping[str, Any], partition: int, offset: i
         row = {"stream": plan.stream, "seq": seq, "event_time": event, "arrival_time": arrival,
                "partition": partition, "offset": offset}
         for attr in plan.attributes:
-            row[attr.name] = _value(rec, attr.field, attr.key)
+            row[attr.name] = _finite(_value(rec, attr.field, attr.key), attr.field, attr.key)
     if plan.payload:
         nullable = plan.nullable
         row["payload"] = {f: json_ready(_value(rec, f, "output.payload", nullable[f]))

@@ -35,6 +35,8 @@ class DecodeConfig:
     fingerprint: bytes
     streams: tuple[str, ...]
     topics: tuple[str, ...]
+    #: the attributes the join predicate reads: NaN or ±Inf in one of them is a reason
+    finite: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.fingerprint) != 8:
@@ -54,6 +56,13 @@ class DecodeConfig:
         fields = json.loads(self.schema_json)["fields"]
         return tuple(str(f["name"]) for f in fields)
 
+    def field_type(self, name: str) -> Any:
+        """The Avro type of field ``name``."""
+        for f in json.loads(self.schema_json)["fields"]:
+            if f["name"] == name:
+                return f["type"]
+        raise ConfigError(f"{name}: not a field of {self.schema_name}")
+
     @property
     def attribute_names(self) -> tuple[str, ...]:
         """The workload attributes: every field but the envelope keys."""
@@ -67,6 +76,7 @@ class DecodeConfig:
             "fingerprint": self.fingerprint.hex(),
             "streams": list(self.streams),
             "topics": list(self.topics),
+            "finite": list(self.finite),
         }
 
     @classmethod
@@ -78,6 +88,7 @@ class DecodeConfig:
             fingerprint=bytes.fromhex(str(snap["fingerprint"])),
             streams=tuple(snap["streams"]),
             topics=tuple(snap["topics"]),
+            finite=tuple(snap.get("finite", ())),
         )
 
 
@@ -122,6 +133,43 @@ def _stream_index(cfg: DecodeConfig) -> Column:
     return sf.create_map(*pairs)[sf.col("rec.stream")]
 
 
+def _is_nonfinite(v: Column) -> Column:
+    return sf.isnan(v) | (sf.abs(v) == sf.lit(float("inf")))
+
+
+def nonfinite_reason(value: Column, name: str, kind: str, key: str = "") -> tuple[Column, Column]:
+    """(condition, reason) of the rule "no NaN or ±Inf in an attribute the predicate
+    reads": ``kind`` is ``scalar`` (float/double), ``map`` (values of a string → double
+    map) or ``array`` (of doubles). A null is not this rule's business."""
+    where = f"attribute '{name}'" + (f" ({key})" if key else "")
+    if kind == "map":
+        bad = sf.coalesce(sf.exists(sf.map_values(value), _is_nonfinite), sf.lit(False))
+        return bad, sf.lit(f"non-finite value (NaN or Infinity) in {where}, which the join "
+                           "predicate reads")
+    if kind == "array":
+        bad = sf.coalesce(sf.exists(value, _is_nonfinite), sf.lit(False))
+        return bad, sf.lit(f"non-finite value (NaN or Infinity) in {where}, which the join "
+                           "predicate reads")
+    bad = sf.coalesce(_is_nonfinite(value.cast("double")), sf.lit(False))
+    return bad, sf.format_string(f"non-finite value %s in {where}, which the join predicate "
+                                 "reads", value.cast("string"))
+
+
+def avro_kind(avro_type: Any) -> str | None:
+    """``scalar`` / ``map`` / ``array`` for a float-valued Avro type (nullable unions
+    unwrapped), None for anything that cannot hold NaN."""
+    t = avro_type
+    if isinstance(t, list):
+        rest = [b for b in t if b != "null"]
+        t = rest[0] if len(rest) == 1 else None
+    if isinstance(t, dict) and t.get("type") in ("map", "array"):
+        inner = avro_kind(t["values"] if t["type"] == "map" else t["items"])
+        return str(t["type"]) if inner == "scalar" else None
+    if isinstance(t, dict):
+        t = t.get("type")
+    return "scalar" if t in ("float", "double") else None
+
+
 def _complete(rec: Column, cfg: DecodeConfig) -> Column:
     """The record decoded with every field present (PERMISSIVE may give a struct of nulls)."""
     cond = rec.isNotNull()
@@ -136,7 +184,8 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
 
     ``reason`` is null for a valid record, else says why it was rejected (bad marker,
     unknown fingerprint, undecodable/truncated body, trailing bytes, unknown stream, stream/topic
-    mismatch, negative event time, arrival before event time).
+    mismatch, negative event time, arrival before event time, NaN or ±Inf in an attribute of
+    ``cfg.finite``).
     """
     value = sf.col("value")
     size = sf.length(value)
@@ -187,6 +236,11 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
               sf.format_string("arrival_time %d before event_time %d",
                               sf.col("rec.arrival_time"), sf.col("rec.event_time")))
     )
+    for name in cfg.finite:
+        kind = avro_kind(cfg.field_type(name))
+        if kind is not None:
+            bad, text = nonfinite_reason(sf.col(f"rec.{name}"), name, kind)
+            reason = reason.when(bad, text)
     fields = [sf.col(f"rec.{n}").alias(n) for n in cfg.field_names]
     return df.select(
         "topic", "partition", "offset", "key", "raw",

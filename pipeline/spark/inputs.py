@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 
 from connectors.io.avsc import expand, strip_logical
 from pipeline.runtime.inputs import InputPlan, StreamPlan, TimeField
+from pipeline.spark.decode import avro_kind, nonfinite_reason
 from pipeline.spec.inputs import PARTITION_SHIFT
 
 HEADER_LEN = 10
@@ -203,6 +204,9 @@ class _Stream:
             out += self._value_checks(p.id_field, f"inputs.{p.stream}.id")
         for a in p.attributes:
             out += self._value_checks(a.field, a.key)
+            kind = avro_kind(self.fields.get(a.field))
+            if kind is not None:  # NaN / ±Inf in what the predicate reads
+                out.append(nonfinite_reason(self.field(a.field), a.field, kind, a.key))
         nullable = p.nullable
         for name in p.payload:
             out += self._value_checks(name, "output.payload", nullable[name])

@@ -27,6 +27,13 @@ from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.hooks import PluginEnv
+from pipeline.operators.validator import (
+    Admission,
+    InputValidator,
+    Rejected,
+    ValidatorConfig,
+    engine_holds,
+)
 from pipeline.operators.virtual_cpu import WallBudget
 from pipeline.runtime.members import MemberStore
 from pipeline.runtime.resolve import resolve_engine
@@ -39,7 +46,8 @@ OUTPUT_DDL = (
     "k_ms long, recall_target double, instant_recall_target double, "
     "estimated_recall double, measured_recall double, rate_in double, rate_out double, "
     "queue_drops long, state_size long, extra string, dl_key binary, dl_value binary, "
-    "payload binary"
+    "payload binary, dl_reason string, dl_topic string, dl_partition int, dl_offset long, "
+    "dl_raw binary"
 )
 OUTPUT_COLUMNS = tuple(part.strip().split(" ")[0] for part in OUTPUT_DDL.split(","))
 TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input"
@@ -77,13 +85,21 @@ class InstanceConfig:
     payload_separator: bytes = b""
     #: ``seq = partition · 2^40 + offset`` (``[inputs] id = "offset"``): coordinates from seq
     offset_ids: bool = False
+    #: input validation against stream time (far-future, late, duplicates; ``[disorder]``
+    #: ``max_future_ms`` / ``max_late_ms``), None = off
+    validation: ValidatorConfig | None = None
+    #: the input topic of each stream (the dead letters of rejected tuples name it)
+    topics: tuple[str, ...] = ()
 
     @classmethod
     def from_spec(cls, spec: Spec, attributes: Iterable[str], *, payload: bool = False,
-                  payload_separator: bytes = b"", offset_ids: bool = False
-                  ) -> InstanceConfig:
+                  payload_separator: bytes = b"", offset_ids: bool = False,
+                  topics: tuple[str, ...] = (), validate: bool = True) -> InstanceConfig:
         """From the job spec (``[job] budget`` applies, ARCHITECTURE §5); ``attributes`` are the
-        input record's non-envelope fields."""
+        input record's non-envelope fields, ``topics`` the input topic of each stream."""
+        validation = ValidatorConfig(
+            streams=tuple(spec.join.streams), max_future_ms=spec.disorder.max_future_ms,
+            max_late_ms=spec.disorder.late_bound_ms(spec.join.windows)) if validate else None
         return cls(
             engine=resolve_engine(spec, budget=spec.job.budget),
             router=RouterConfig.from_spec(spec),
@@ -93,6 +109,8 @@ class InstanceConfig:
             payload=payload,
             payload_separator=payload_separator,
             offset_ids=offset_ids,
+            validation=validation,
+            topics=tuple(topics),
         )
 
     def member_store(self) -> MemberStore:
@@ -141,13 +159,24 @@ class JoinInstance:
             "last_time": None, "last_inputs": 0, "last_results": 0, "emitted": 0,
             "flushes": 0,
         }
+        #: bytes of the state as last saved (header + pieces, or the blob): the metrics'
+        #: ``state_bytes`` (``harvest bench soak``); the size of each stored piece
+        self.state_bytes = 0
+        self._piece_bytes: dict[PieceKey, int] = {}
+        #: judges each tuple against its stream's clock before K-slack; its state travels
+        #: in ``meta["validator"]`` (small: the clocks' recent arrivals, held tuples)
+        self.validator = (InputValidator.from_snapshot(config.validation,
+                                                       self.meta.get("validator"))
+                          if config.validation is not None else None)
 
     # ------------------------------------------------------------------ state
     def dump(self) -> bytes:
         """Pickled engine snapshot + counters (what the Spark state store keeps)."""
-        return pickle.dumps({"engine": self.engine.snapshot(), "meta": self.meta,
+        blob = pickle.dumps({"engine": self.engine.snapshot(), "meta": self.meta,
                              "members": self.members.snapshot()},
                             protocol=pickle.HIGHEST_PROTOCOL)
+        self.state_bytes = len(blob)
+        return blob
 
     @classmethod
     def load(cls, config: InstanceConfig, route_key: int, blob: bytes,
@@ -183,6 +212,11 @@ class JoinInstance:
         removed += [(MEMBERS_PIECE, j, first) for j, first in evicted]
         header = _pickle({"engine": self.engine.snapshot_header(), "meta": self.meta,
                           "members": members})
+        for key, data in put.items():
+            self._piece_bytes[key] = len(data)
+        for key in removed:
+            self._piece_bytes.pop(key, None)
+        self.state_bytes = len(header) + sum(self._piece_bytes.values())
         return StateChanges(header, put, tuple(removed))
 
     @classmethod
@@ -210,15 +244,25 @@ class JoinInstance:
                 f"instance {route_key}: unreadable state header of {len(header)} bytes "
                 f"or pieces ({len(pieces)}): {exc!r}") from exc
         engine = Engine.from_pieces(config.engine, snap, windows, config.env(wall_clock))
-        return cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
+        inst = cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
+        inst._piece_bytes = {piece: len(blob) for piece, blob in pieces.items()}
+        inst.state_bytes = len(header) + sum(inst._piece_bytes.values())
+        return inst
 
     # ------------------------------------------------------------------ input
     def events(self, frame: pd.DataFrame) -> list[Event]:
         """Envelope rows → events in arrival order (ties: stream, seq); ticks skipped."""
-        rows = frame[frame["stream_idx"] != TICK_STREAM]
+        rows = _sorted_rows(frame)
         if rows.empty:
             return []
-        rows = rows.sort_values(["arrival_time", "stream_idx", "seq"], kind="stable")
+        out = self._events_of(rows)
+        self._remember(rows, out)
+        return out
+
+    def _events_of(self, rows: pd.DataFrame) -> list[Event]:
+        """Sorted envelope rows → events (attributes: only what the predicate reads)."""
+        if rows.empty:
+            return []
         # only what the predicate reads (the engine never looks at other attributes)
         needed = set(self.config.engine.predicate.attributes)
         attrs = {name: rows[name].tolist() for name in self.config.attributes
@@ -232,8 +276,91 @@ class JoinInstance:
                 rows["event_time"].tolist(), rows["arrival_time"].tolist(), strict=True)):
             out.append(Event(int(s), int(seq), int(ts), int(arr),
                              {name: attrs[name][i] for name in attrs}))
-        self._remember(rows, out)
         return out
+
+    def admit(self, frame: pd.DataFrame) -> tuple[list[Event], list[pd.DataFrame]]:
+        """Envelope rows → the events the engine may take (arrival order) and the dead
+        letters of the rejected ones (:mod:`pipeline.operators.validator`); exact
+        duplicates are dropped. Without validation: every event, no dead letters."""
+        rows = _sorted_rows(frame)
+        events = self._events_of(rows)
+        if self.validator is not None and "stream_idx" in frame.columns:
+            ticks = frame.loc[frame["stream_idx"] == TICK_STREAM, "arrival_time"]
+            if len(ticks):  # ATR over G > 1: this instance sees only its segments
+                self.validator.observe_reference(int(ticks.max()))
+        if self.validator is None:
+            if events:
+                self._remember(rows, events)
+            return events, []
+        adm = self.validator.admit(list(zip(events, range(len(events)), strict=True)),
+                                   lambda evs: engine_holds(self.engine, evs))
+        return self._admitted(rows, adm)
+
+    def _admitted(self, rows: pd.DataFrame, adm: Admission
+                  ) -> tuple[list[Event], list[pd.DataFrame]]:
+        """Remember the accepted events, detach the held ones from this batch's rows,
+        build the dead letters and store the validator's state in ``meta``."""
+        assert self.validator is not None
+        self.validator.held = [(ev, self._row_info(rows, info) if isinstance(info, int)
+                                else info) for ev, info in self.validator.held]
+        accepted = [ev for ev, _ in adm.accepted]
+        self._remember_infos(rows, adm.accepted)
+        dead = self._dead_letters(rows, adm.rejected)
+        self.meta["validator"] = self.validator.snapshot()
+        return accepted, [dead] if dead is not None else []
+
+    @staticmethod
+    def _row_info(rows: pd.DataFrame, i: int) -> dict[str, Any]:
+        """What a held or rejected tuple needs later: key, coordinates, bytes, payload."""
+        row = rows.iloc[i]
+
+        def get(name: str) -> Any:
+            value = row[name] if name in rows.columns else None
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                return None
+            return value
+
+        raw, key, pay = get("raw"), get("dl_key"), get("payload")
+        return {"key": bytes(key) if key is not None else None,
+                "partition": _opt_int(get("partition")), "offset": _opt_int(get("offset")),
+                "raw": bytes(raw) if raw is not None else b"",
+                "payload": bytes(pay) if pay is not None else None}
+
+    def _remember_infos(self, rows: pd.DataFrame, items: list[tuple[Event, Any]]) -> None:
+        """:meth:`_remember` for accepted events: this batch's rows by position, held ones
+        from their detached info."""
+        store = self.members
+        if not store.keep or not items:
+            return
+        positions = [info for _, info in items if isinstance(info, int)]
+        if len(positions) == len(items):
+            self._remember(rows.iloc[positions], [ev for ev, _ in items])
+            return
+        for ev, info in items:
+            if isinstance(info, int):
+                info = self._row_info(rows, info)
+            store.add(ev.stream, ev.seq, ev.ts, info["partition"], info["offset"],
+                      info["payload"] if store.payload else None)
+
+    def _dead_letters(self, rows: pd.DataFrame, rejected: list[Rejected]
+                      ) -> pd.DataFrame | None:
+        """``kind=deadletter`` rows of rejected tuples (encoded as ``dead_letter`` records
+        in Spark SQL). With ATR a tuple reaches several instances; only the owner of its
+        timestamp's segment writes its dead letter, so each is written once."""
+        out = []
+        atr = self.router.config.mode == "atr"
+        for r in rejected:
+            if atr and not self.router.owns(self.route_key, r.event.ts):
+                continue
+            info = self._row_info(rows, r.info) if isinstance(r.info, int) else r.info
+            topics = self.config.topics
+            out.append({"kind": "deadletter", "instance": str(self.route_key),
+                        "dl_key": info["key"], "dl_reason": r.reason,
+                        "dl_topic": topics[r.event.stream] if topics else "",
+                        "dl_partition": info["partition"], "dl_offset": info["offset"],
+                        "dl_raw": info["raw"]})
+        self.meta["deadletters"] = int(self.meta.get("deadletters", 0)) + len(out)
+        return _frame(out) if out else None
 
     def _remember(self, rows: pd.DataFrame, events: list[Event]) -> None:
         """The events' Kafka coordinates and payload bytes, for their results."""
@@ -258,8 +385,9 @@ class JoinInstance:
         budget = self._wall_budget()
         start = self._wall()
         timed_before = budget.timed_total if budget is not None else 0.0
-        results = self.engine.process_many(self.events(frame))
-        out = self._output(results)
+        events, dead = self.admit(frame)
+        results = self.engine.process_many(events)
+        out = self._output(results) + dead
         if budget is not None:
             end = self._wall()
             overhead = (end - start) - (budget.timed_total - timed_before)
@@ -285,7 +413,13 @@ class JoinInstance:
     def flush(self) -> list[pd.DataFrame]:
         """Input went idle: release every buffer (Engine.flush) and emit what follows."""
         self.meta["flushes"] = int(self.meta.get("flushes", 0)) + 1
-        return self._output(self.engine.flush())
+        dead: list[pd.DataFrame] = []
+        results: list[JoinResult] = []
+        if self.validator is not None and self.validator.held:
+            adm = self.validator.flush(lambda evs: engine_holds(self.engine, evs))
+            events, dead = self._admitted(_sorted_rows(pd.DataFrame()), adm)
+            results = self.engine.process_many(events)
+        return self._output(results + self.engine.flush()) + dead
 
     # ------------------------------------------------------------------ output
     def _owned(self, results: list[JoinResult]) -> list[JoinResult]:
@@ -363,6 +497,10 @@ class JoinInstance:
                      if k not in _METRIC_KEYS and isinstance(v, int | float)
                      and not isinstance(v, bool) and math.isfinite(float(v))}
             extra.update(memory)
+            if self.validator is not None:
+                extra.update(self.validator.metrics())
+            if self.state_bytes:
+                extra["state_bytes"] = float(self.state_bytes)
             out.append({
                 "kind": "metric", "instance": str(self.route_key),
                 "time": t, "wall_time": wall_now,
@@ -380,6 +518,16 @@ class JoinInstance:
                 "extra": json.dumps(extra),
             })
         return out
+
+
+def _sorted_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The event rows (ticks skipped) in arrival order (ties: stream, seq)."""
+    if frame.empty or "stream_idx" not in frame.columns:
+        return frame.iloc[0:0]
+    rows = frame[frame["stream_idx"] != TICK_STREAM]
+    if rows.empty:
+        return rows
+    return rows.sort_values(["arrival_time", "stream_idx", "seq"], kind="stable")
 
 
 def _pickle(value: Any) -> bytes:

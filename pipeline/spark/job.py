@@ -57,6 +57,7 @@ from pipeline.spark.results import result_value
 from pipeline.spark.sinks import (
     dead_letter_value,
     passthrough_rows,
+    rejected_value,
     single_object,
     start_kafka_sink,
 )
@@ -116,7 +117,17 @@ def decode_config(cfg: JobConfig, serde: AvroSerde) -> DecodeConfig:
     """The input schema (by workload) and stream topics of ``cfg``."""
     name = schema_for(cfg.workload)
     return DecodeConfig(name, serde.schema_json(name), serde.fingerprint(name),
-                        cfg.spec.join.streams, cfg.input_topics)
+                        cfg.spec.join.streams, cfg.input_topics,
+                        finite=predicate_attributes(cfg.spec))
+
+
+def predicate_attributes(spec: Spec) -> tuple[str, ...]:
+    """The record fields the join predicate reads (``[join] attribute``, or ``x``/``y``
+    for ``distance``)."""
+    join = spec.join
+    if join.predicate == "distance":
+        return (join.x, join.y)
+    return (join.attribute,) if join.attribute else ()
 
 
 def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
@@ -128,6 +139,7 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
     def route(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         r = Router(RouterConfig.from_snapshot(router))
         seen = False
+        arrivals: list[np.ndarray] = []
         for pdf in batches:
             if pdf.empty:
                 continue
@@ -140,6 +152,7 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
             ok = pdf[~rejected]
             if ok.empty:
                 continue
+            arrivals.append(ok["arrival_time"].to_numpy(np.int64))
             keys = ok[key_attribute].to_numpy() if key_attribute else None
             rows, route_keys = r.route_batch(ok["stream_idx"].to_numpy(np.int64),
                                              ok["event_time"].to_numpy(np.int64), keys)
@@ -153,6 +166,10 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
             for c in ("seq", "event_time", "arrival_time", "partition", "offset"):
                 if c in tick.columns:
                     tick[c] = 0
+            if "raw" in tick.columns:  # a non-nullable column of the envelope
+                tick["raw"] = [b""] * g
+            if arrivals:  # the task's median arrival: every instance's view of stream time
+                tick["arrival_time"] = int(np.median(np.concatenate(arrivals)))
             tick["route_key"] = np.arange(g, dtype=np.int32)
             yield tick
 
@@ -197,7 +214,8 @@ def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFra
         sf.when(is_result, result_value(cfg.plan, serde.schema_json("join_result")))
         .when(kind == "metric", single_object(metric_rec, serde.header("operator_metrics"),
                                               serde.schema_json("operator_metrics")))
-        .otherwise(sf.col("dl_value"))
+        .otherwise(sf.coalesce(sf.col("dl_value"), rejected_value(
+            serde.header("dead_letter"), serde.schema_json("dead_letter"))))
     )
     return out.select(
         sf.when(is_result, sf.lit(results)).when(kind == "metric", sf.lit(metrics))
@@ -230,7 +248,7 @@ def _own_envelope(decoded: DataFrame, dcfg: DecodeConfig, plan: InputPlan) -> Da
     return decoded.select(
         "stream_idx", *dcfg.field_names, sf.col("partition").cast("int").alias("partition"),
         sf.col("offset").cast("long").alias("offset"), payload.alias("payload"), "kafka_ms",
-        "dl_key", "dl_value")
+        "raw", "dl_key", "dl_value")
 
 
 def _instance_config(cfg: JobConfig, attributes: tuple[str, ...]) -> InstanceConfig:
@@ -241,7 +259,7 @@ def _instance_config(cfg: JobConfig, attributes: tuple[str, ...]) -> InstanceCon
     return InstanceConfig.from_spec(
         cfg.spec, attributes, payload=plan.has_payload,
         payload_separator=b"," if plan.output_format == "json" else b"",
-        offset_ids=offset_ids)
+        offset_ids=offset_ids, topics=cfg.input_topics)
 
 
 def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
@@ -255,7 +273,7 @@ def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
     if cfg.foreign:
         decoded = _dead_letters(decode_inputs(raw, cfg.plan), serde)
         attributes = attribute_names(cfg.plan)
-        env = decoded.select(*envelope_columns(cfg.plan), "dl_key", "dl_value")
+        env = decoded.select(*envelope_columns(cfg.plan), "raw", "dl_key", "dl_value")
     else:
         dcfg = decode_config(cfg, serde)
         decoded = _dead_letters(decode(raw, dcfg), serde)

@@ -41,6 +41,21 @@ def dead_letter_value(header: bytes, schema_json: str) -> Column:
     return sf.when(sf.col("reason").isNotNull(), single_object(record, header, schema_json))
 
 
+def rejected_value(header: bytes, schema_json: str) -> Column:
+    """The ``dead_letter`` record of a tuple the join instance rejected (input validation,
+    :mod:`pipeline.operators.validator`) from the processor's ``dl_*`` columns: reason,
+    source topic/partition/offset and the original bytes."""
+    record = sf.struct(
+        sf.col("dl_reason").alias("reason"),
+        sf.coalesce(sf.col("dl_topic"), sf.lit("")).alias("topic"),
+        sf.coalesce(sf.col("dl_partition").cast("int"), sf.lit(-1)).alias("partition"),
+        sf.coalesce(sf.col("dl_offset").cast("long"), sf.lit(-1).cast("long")).alias("offset"),
+        sf.coalesce(sf.col("dl_raw"), sf.lit(bytearray())).alias("raw"),
+        wall_ms().alias("time"),
+    )
+    return sf.when(sf.col("dl_reason").isNotNull(), single_object(record, header, schema_json))
+
+
 def passthrough_rows(decoded: DataFrame, fields: tuple[str, ...], topics: tuple[str, str],
                      header: bytes, schema_json: str) -> DataFrame:
     """Valid records re-encoded unchanged to ``topics[0]`` (key ``stream:seq``); rejected

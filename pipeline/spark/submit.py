@@ -22,7 +22,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from connectors.io.admin import ensure_topics, list_topic_names
 from connectors.io.serde import AvroSerde
-from pipeline.core.errors import ConfigError, JobFailedError, TopicError
+from pipeline.core.errors import ConfigError, JobFailedError, KafkaUnavailableError, TopicError
 from pipeline.core.logging import get_logger
 from pipeline.core.secrets import ClientOptions, scrub
 from pipeline.core.settings import Settings
@@ -49,6 +49,21 @@ class JobReport:
     #: Spark's per-phase wall milliseconds of those batches (``durationMs``: addBatch,
     #: walCommit, queryPlanning, ...), to see where a batch's time goes
     phase_ms: dict[str, list[float]] = field(default_factory=dict)
+    #: how often ``--max-restarts`` restarted the job from its checkpoint
+    restarts: int = 0
+
+    def add(self, other: JobReport) -> None:
+        """Fold a later run's report (after a restart) into this one."""
+        self.batches += other.batches
+        self.input_rows += other.input_rows
+        self.results += other.results
+        self.metrics += other.metrics
+        self.deadletters += other.deadletters
+        self.seconds = round(self.seconds + other.seconds, 2)
+        self.stopped = other.stopped
+        self.batch_ms += other.batch_ms
+        for phase, values in other.phase_ms.items():
+            self.phase_ms.setdefault(phase, []).extend(values)
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict; batch durations summarized as p50/max, phases as p50."""
@@ -235,7 +250,9 @@ def watch(query: StreamingQuery, cfg: JobConfig, until_idle_s: float | None, *,
     if exc is not None:
         secrets = cfg.client_options.secrets() if isinstance(
             cfg.client_options, ClientOptions) else []
-        raise JobFailedError(scrub(f"streaming query {query.name!r} failed: {exc}", secrets))
+        failed = JobFailedError(scrub(f"streaming query {query.name!r} failed: {exc}", secrets))
+        failed.report = report  # type: ignore[attr-defined]  # what it did before (supervise)
+        raise failed
     return report
 
 
@@ -282,6 +299,54 @@ def submit(spark: SparkSession, cfg: JobConfig, settings: Settings,
     report = watch(query, cfg, until_idle_s)
     log.info("job stopped", **report.to_json())
     return report
+
+
+#: the first wait before a restart; it doubles with every further failure, up to the cap
+RESTART_BACKOFF_S = 2.0
+RESTART_BACKOFF_MAX_S = 60.0
+#: what a restart recovers from: the query failed (a broker outage the Kafka source or
+#: sink could not ride out, a lost executor, ...), or the broker did not answer the
+#: restarted job's topic set-up
+RESTARTABLE: tuple[type[Exception], ...] = (JobFailedError, KafkaUnavailableError)
+
+
+def supervise(run_once: Callable[[], JobReport], max_restarts: int, *,
+              backoff_s: float = RESTART_BACKOFF_S,
+              max_backoff_s: float = RESTART_BACKOFF_MAX_S,
+              sleep: Callable[[float], None] = time.sleep) -> JobReport:
+    """Run the job; after a failure start it again from its checkpoint (``run_once``
+    builds a new query on the same checkpoint), waiting ``backoff_s``, then twice as long
+    after each further failure (at most ``max_backoff_s``), logging each restart. The
+    ``max_restarts + 1``-th failure is raised (:class:`JobFailedError`, exit 1)."""
+    total = JobReport()
+    failures = 0
+    while True:
+        try:
+            report = run_once()
+        except RESTARTABLE as exc:
+            partial = getattr(exc, "report", None)
+            if isinstance(partial, JobReport):
+                total.add(partial)
+            failures += 1
+            if failures > max_restarts:
+                raise JobFailedError(
+                    f"the job failed {failures} times, giving up (--max-restarts "
+                    f"{max_restarts}); last failure: {exc}") from exc
+            delay = min(max_backoff_s, backoff_s * 2 ** (failures - 1))
+            log.warning("job restart", restart=failures, max_restarts=max_restarts,
+                        backoff_s=delay, error=str(exc)[:2000])
+            sleep(delay)
+            continue
+        total.add(report)
+        total.restarts = failures
+        return total
+
+
+def submit_supervised(spark: SparkSession, cfg: JobConfig, settings: Settings,
+                      until_idle_s: float | None, max_restarts: int) -> JobReport:
+    """:func:`submit` under :func:`supervise` (``harvest submit --max-restarts N``). A
+    restarted run's ``--until-idle`` clock starts with its first micro-batch."""
+    return supervise(lambda: submit(spark, cfg, settings, until_idle_s), max_restarts)
 
 
 def report_line(report: JobReport) -> str:

@@ -27,6 +27,9 @@ from pipeline.spec.inputs import InputSpec, check_inputs
 from pipeline.spec.output import OutputSpec
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
+#: the largest K Max-K-slack and quality-driven K may choose, for the default
+#: ``[disorder] max_late_ms`` (the same as ``pipeline.operators.validator``'s)
+ADAPTIVE_K_BOUND_MS = 60_000
 #: the largest m for which ``[shedding] solver = "exact"`` is allowed (the Pareto DP's
 #: per-direction grids grow as n^(m−1))
 EXACT_SOLVER_MAX_M = 3
@@ -94,6 +97,13 @@ class DisorderSpec(BaseModel):
     granularity_ms: int = Field(default=10, gt=0)
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: Literal["max", "mean"] = "mean"
+    #: input validation (ours): a tuple whose event or arrival time is this far ahead of
+    #: its stream's clock (stream time, not the wall clock) goes to the dead letters
+    max_future_ms: int = Field(default=60_000, gt=0)
+    #: a tuple whose event time is this far behind its stream's clock can join nothing
+    #: and goes to the dead letters; None = the largest window + the largest K the mode
+    #: may choose (:meth:`late_bound_ms`)
+    max_late_ms: int | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> DisorderSpec:
@@ -102,6 +112,15 @@ class DisorderSpec(BaseModel):
                 f"interval_ms: L must be <= P, got L={self.interval_ms} P={self.period_ms}"
             )
         return self
+
+    def late_bound_ms(self, windows: tuple[int, ...]) -> int:
+        """``max_late_ms``, by default the largest window plus the largest K: 0 for
+        ``none``, ``slack_ms`` for ``fixed``, 60 s for ``max`` and ``quality`` (they
+        follow the observed delays, which nothing bounds; a longer delay is a fault)."""
+        if self.max_late_ms is not None:
+            return self.max_late_ms
+        k = {"none": 0, "fixed": self.slack_ms}.get(self.mode, ADAPTIVE_K_BOUND_MS)
+        return max(windows) + k
 
 
 class SheddingSpec(BaseModel):
