@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "memory": "bench.memory",
     "state": "bench.state",
     "delivery": "bench.delivery",
+    "soak": "bench.soak",
 }
 
 
@@ -34,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated parts to run, merged into the existing JSON "
              "(grubjoin: optimality,config_time,sweeps,index_effect; pipeline: remeasure; "
              "default: all)",
+    )
+    p.add_argument(
+        "--minutes", type=float, default=None,
+        help="soak: how long to run at 2x capacity (default 20; --quick: 2)",
     )
     p.add_argument(
         "--results-dir", type=Path, default=None, help="where to write (default bench/results)"
@@ -52,6 +57,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             if "only" not in inspect.signature(module.run).parameters:
                 raise ConfigError(f"--only: bench {name} does not take it, got {args.only!r}")
             kwargs["only"] = args.only
+        if getattr(args, "minutes", None) is not None:
+            if "minutes" not in inspect.signature(module.run).parameters:
+                raise ConfigError(f"--minutes: bench {name} does not take it, "
+                                  f"got {args.minutes!r}")
+            kwargs["minutes"] = args.minutes
         results_dir = args.results_dir or settings.results_dir
         code = max(code, int(module.run(args.quick, results_dir, settings, **kwargs)))
     return code

@@ -1,0 +1,454 @@
+"""`harvest bench soak [--minutes 20]`: a long run at overload, watched for growth.
+
+The demo workload (nonaligned sensors, the demo spec with ``bench pipeline``'s 60 s
+window and ε) at 2× the full join's measured capacity (:mod:`pipeline.app.capacity`),
+GrubJoin on the wall budget, real Kafka + Spark (``local[2]``, one route key), input
+paced in real time for ``minutes``. Every few seconds the bench samples the query's
+progress and the processes' resident memory; per minute of the run it records
+
+* ``input_rate`` / ``output_rate``: input rows read and results written per wall second
+  (the batches that completed in that minute; speed-up 1, so wall ≈ stream time);
+* ``batch_ms_p50``: the median duration of those micro-batches;
+* ``state_mb``: the state per instance as last saved to the state store — header plus
+  every stored piece (``operator_metrics`` extra ``state_bytes``), the last report of the
+  minute, averaged over the instances; beside it ``state_tuples`` (tuples held: windows,
+  K-slack, Synchronizer) and ``state_sst_mb`` (the RocksDB SST files of the operator per
+  instance, Spark's ``rocksdbSstFileSize``: a sawtooth with compactions, not the state);
+* ``driver_rss_mb``: the driver, the Python process plus its JVM; ``worker_rss_mb``: every
+  Python process under the JVM (the PySpark daemon and its workers), the minute's median.
+  The driver JVM's heap is committed and touched at start (``-Xms`` = ``-Xmx``,
+  ``-XX:+AlwaysPreTouch``), so its RSS grows only with what the heap does not hold
+  (metaspace, threads, direct buffers), not with the JVM's lazy commit of a fixed heap.
+
+``state_growth`` and ``rss_growth`` are the relative change from minute 5 to the last
+minute, ``output_drift`` the mean output rate of the last 5 minutes against minutes 5–10
+(minus 1). Targets (``targets_met``): growth under 5% for state and RSS, drift within
+±10%. The machine's load average is recorded beside them (the run shares the machine).
+Writes ``bench/results/soak.json`` and ``soak.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import save_figure, write_json
+from pipeline.core.errors import ConfigError, InfraError
+from pipeline.core.logging import get_logger
+from pipeline.core.procs import Child
+from pipeline.core.settings import Settings
+
+log = get_logger(__name__)
+
+DEFAULT_MINUTES = 20.0
+QUICK_MINUTES = 2.0
+LOAD = 2.0
+SAMPLE_EVERY_S = 5.0
+#: growth is measured from this minute on (the window fill and the controllers'
+#: convergence are over by then) to the last one
+STEADY_FROM_MINUTE = 5
+GROWTH_LIMIT = 0.05
+DRIFT_LIMIT = 0.10
+SEED = 11
+DRIVER_MEMORY = "1g"
+JVM_OPTIONS = f"-Xms{DRIVER_MEMORY} -XX:+AlwaysPreTouch"
+
+
+# ---------------------------------------------------------------------- processes
+def rss_mb(pid: int, proc: Path = Path("/proc")) -> float:
+    """Resident set size of ``pid`` in MB (0 if it is gone)."""
+    try:
+        for line in (proc / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return 0.0
+
+
+def process_table(proc: Path = Path("/proc")) -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, command line) of every process that can be read."""
+    out: dict[int, tuple[int, str]] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace")
+        except (OSError, ValueError):
+            continue
+        out[int(entry.name)] = (ppid, cmd)
+    return out
+
+
+def descendants(root: int, table: Mapping[int, tuple[int, str]]) -> list[int]:
+    """Every pid below ``root`` in the process tree."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out: list[int] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """Resident memory of the driver (Python + JVM) and of the Python workers, MB."""
+
+    driver_mb: float
+    jvm_mb: float
+    python_driver_mb: float
+    worker_mb: float
+    workers: int
+
+
+def sample_memory(driver_pid: int, proc: Path = Path("/proc")) -> MemorySample:
+    """The driver's own RSS, its JVM's (a ``java`` child), and every Python process below
+    that JVM (PySpark daemon and workers)."""
+    table = process_table(proc)
+    own = rss_mb(driver_pid, proc)
+    jvms = [p for p in descendants(driver_pid, table) if "java" in table[p][1].split(" ")[0]]
+    jvm = sum(rss_mb(p, proc) for p in jvms)
+    workers = [p for j in jvms for p in descendants(j, table) if "python" in table[p][1]]
+    return MemorySample(driver_mb=own + jvm, jvm_mb=jvm, python_driver_mb=own,
+                        worker_mb=sum(rss_mb(p, proc) for p in workers),
+                        workers=len(workers))
+
+
+# ---------------------------------------------------------------------- samples → rows
+@dataclass(frozen=True)
+class BatchSample:
+    """One completed micro-batch: when (seconds since the input started), rows in,
+    results out, its duration and the stateful operator's SST bytes after it."""
+
+    t_s: float
+    input_rows: int
+    results: int
+    batch_ms: float
+    state_bytes: float | None
+
+
+@dataclass
+class Samples:
+    """What the watch loop collected."""
+
+    batches: list[BatchSample] = field(default_factory=list)
+    #: (seconds since the input started, memory)
+    memory: list[tuple[float, MemorySample]] = field(default_factory=list)
+    #: (seconds since the input started, instance, state_size tuples, state bytes or None)
+    state_tuples: list[tuple[float, str, int, float | None]] = field(default_factory=list)
+    load: list[tuple[float, float]] = field(default_factory=list)
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def minute_rows(samples: Samples, minutes: int, instances: int) -> list[dict[str, Any]]:
+    """One row per minute ``1 … minutes`` (minute k covers seconds [60(k−1), 60k) after
+    the input started); a minute without a sample carries None."""
+    rows: list[dict[str, Any]] = []
+    last_state: float | None = None
+    for k in range(1, minutes + 1):
+        lo, hi = 60.0 * (k - 1), 60.0 * k
+        batches = [b for b in samples.batches if lo <= b.t_s < hi]
+        mem = [m for t, m in samples.memory if lo <= t < hi]
+        states = [b.state_bytes for b in batches if b.state_bytes is not None]
+        if states:
+            last_state = states[-1]
+        tuples: dict[str, int] = {}
+        saved: dict[str, float] = {}
+        for t, inst, n, size in samples.state_tuples:
+            if lo <= t < hi:
+                tuples[inst] = n
+                if size is not None:
+                    saved[inst] = size
+        loads = [v for t, v in samples.load if lo <= t < hi]
+        rows.append({
+            "minute": k,
+            "input_rate": sum(b.input_rows for b in batches) / 60.0,
+            "output_rate": sum(b.results for b in batches) / 60.0,
+            "batch_ms_p50": _median([b.batch_ms for b in batches]),
+            "state_mb": (round(sum(saved.values()) / len(saved) / 1e6, 3) if saved
+                         else None),
+            "driver_rss_mb": _round(_median([m.driver_mb for m in mem])),
+            "worker_rss_mb": _round(_median([m.worker_mb for m in mem])),
+            "batches": len(batches),
+            "state_tuples": (round(sum(tuples.values()) / len(tuples)) if tuples else None),
+            "state_sst_mb": (None if last_state is None
+                             else round(last_state / 1e6 / max(1, instances), 3)),
+            "jvm_rss_mb": _round(_median([m.jvm_mb for m in mem])),
+            "python_driver_rss_mb": _round(_median([m.python_driver_mb for m in mem])),
+            "workers": max((m.workers for m in mem), default=0),
+            "load_avg_1m": _round(_median(loads)),
+        })
+    return rows
+
+
+def _round(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def growth(rows: Sequence[Mapping[str, Any]], key: str,
+           first: int = STEADY_FROM_MINUTE) -> float | None:
+    """Relative change of ``key`` from minute ``first`` to the last minute with a value."""
+    by = {int(r["minute"]): r.get(key) for r in rows}
+    start = by.get(first)
+    last = [float(v) for m in sorted(by) if m > first and (v := by[m]) is not None]
+    if start is None or not last or not float(start) > 0:
+        return None
+    return last[-1] / float(start) - 1.0
+
+
+def output_drift(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The last 5 minutes' mean output rate over that of minutes 5–10, minus 1 (None for
+    a run too short to have both spans apart: under 11 minutes)."""
+    by = {int(r["minute"]): float(r["output_rate"]) for r in rows}
+    if not by:
+        return None
+    last = max(by)
+    mid = [by[m] for m in range(STEADY_FROM_MINUTE, STEADY_FROM_MINUTE + 6) if m in by]
+    tail = [by[m] for m in range(last - 4, last + 1) if m in by]
+    if last < STEADY_FROM_MINUTE + 6 or not mid or not tail:
+        return None
+    base = sum(mid) / len(mid)
+    return (sum(tail) / len(tail)) / base - 1.0 if base > 0 else None
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Growth, drift and the targets of a run's rows."""
+    state = growth(rows, "state_mb")
+    tuples = growth(rows, "state_tuples")
+    rss = {k: growth(rows, k) for k in ("driver_rss_mb", "worker_rss_mb")}
+    known = [v for v in rss.values() if v is not None]
+    rss_growth = max(known, key=abs) if known else None
+    drift = output_drift(rows)
+    return {
+        "state_growth": state,
+        "state_tuples_growth": tuples,
+        "rss_growth": rss_growth,
+        "rss_growth_by_process": rss,
+        "output_drift": drift,
+        "targets_met": {
+            "state_growth<5%": state is not None and state < GROWTH_LIMIT,
+            "rss_growth<5%": rss_growth is not None and all(v < GROWTH_LIMIT for v in known),
+            "output_drift<=10%": drift is not None and abs(drift) <= DRIFT_LIMIT,
+        },
+    }
+
+
+# ---------------------------------------------------------------------- the run
+def _state_bytes(progress: Any) -> float | None:
+    """SST bytes of the stateful operator after a batch (None if Spark reports none)."""
+    ops = getattr(progress, "stateOperators", None) or []
+    total = 0.0
+    seen = False
+    for op in ops:
+        custom = getattr(op, "customMetrics", None) or {}
+        if "rocksdbSstFileSize" in custom:
+            total += float(custom["rocksdbSstFileSize"])
+            seen = True
+    return total if seen else None
+
+
+def _fold_progress(progresses: Iterable[Any], seen: set[int], t0_wall_ms: float,
+                   samples: Samples) -> None:
+    from pipeline.spark.submit import _ts_ms
+
+    for p in progresses:
+        if p.batchId in seen:
+            continue
+        seen.add(p.batchId)
+        end_ms = _ts_ms(p.timestamp) + float(p.batchDuration)
+        out: Mapping[str, Any] = p.observedMetrics.get("out") or {}
+        samples.batches.append(BatchSample(
+            t_s=(end_ms - t0_wall_ms) / 1000.0, input_rows=int(p.numInputRows),
+            results=int(out["results"]) if out else 0, batch_ms=float(p.batchDuration),
+            state_bytes=_state_bytes(p)))
+
+
+def _state_tuples(settings: Settings, topic: str, t0_wall_ms: float,
+                  samples: Samples) -> None:
+    """``state_size`` of every ``operator_metrics`` record, by its wall time."""
+    from bench.pipeline_measure import read_topic
+
+    for c in read_topic(settings, topic):
+        rec = c.record
+        size = (rec.get("extra") or {}).get("state_bytes")
+        samples.state_tuples.append(((float(rec["wall_time"]) - t0_wall_ms) / 1000.0,
+                                     str(rec["instance"]), int(rec["state_size"]),
+                                     float(size) if size is not None else None))
+    samples.state_tuples.sort()
+
+
+def run(quick: bool, results_dir: Path, settings: Settings,
+        minutes: float | None = None) -> int:
+    """Benchmark entry point (see the module docstring)."""
+    from bench.pipeline import SENSOR_DISORDER, sensor_spec
+    from connectors.io.serde import AvroSerde
+    from connectors.launch.broker import LocalKafka
+    from connectors.launch.broker_config import BrokerConfig
+    from pipeline.app.demo import DemoConfig, calibrate
+    from pipeline.spark.job import start_job
+    from pipeline.spark.session import SessionConfig, build_session, connector_jars
+    from pipeline.spark.submit import job_config, prepare_topics
+    from pipeline.spec.toml import with_overrides
+
+    length = minutes if minutes is not None else (QUICK_MINUTES if quick else DEFAULT_MINUTES)
+    if not length >= 1:
+        raise ConfigError(f"--minutes: at least 1, got {length!r}")
+    n_minutes = int(length)
+    load_start = os.getloadavg()
+    status = LocalKafka(BrokerConfig.from_settings(settings)).up()
+    settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
+    cap = calibrate(DemoConfig(speedup=1.0, disorder=SENSOR_DISORDER, seed=SEED),
+                    sensor_spec("off", settings))
+    rate = LOAD * cap.capacity_rate
+    print(f"capacity: {cap.describe()}; soak at {rate:.0f}/s per stream for "
+          f"{n_minutes} min", flush=True)
+    prefix = f"soak{uuid.uuid4().hex[:8]}"
+    workdir = settings.cache_dir / "bench-soak" / prefix
+    workdir.mkdir(parents=True, exist_ok=True)
+    spec = with_overrides(sensor_spec("grubjoin", settings),
+                          job={"topic_prefix": prefix, "speedup": 1.0})
+    # a micro-batch holds at most ~2 triggers' worth of input, as in the demo
+    per_trigger = 3 * rate * spec.job.trigger_ms / 1000.0
+    spec = with_overrides(spec, job={"max_offsets_per_trigger": max(100, int(2 * per_trigger))})
+    run_settings = settings.model_copy(update={"topic_prefix": prefix})
+    cfg = job_config(spec, run_settings, checkpoint=str(workdir / "checkpoint"))
+    prepare_topics(cfg, run_settings)
+    # the driver JVM's heap committed and touched up front (see the module docstring)
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{JVM_OPTIONS}" '
+                          "pyspark-shell")
+    spark = build_session(SessionConfig(master="local[2]", app_name="harvest-bench-soak",
+                                        jars=connector_jars(settings), shuffle_partitions=1,
+                                        driver_memory=DRIVER_MEMORY))
+    samples = Samples()
+    seen: set[int] = set()
+    producer: Child | None = None
+    try:
+        query = start_job(spark, cfg, AvroSerde.from_dir(settings.schemas_dir))
+        deadline = time.monotonic() + 300.0
+        while not query.recentProgress and query.isActive and time.monotonic() < deadline:
+            time.sleep(0.5)
+        seen.update(p.batchId for p in query.recentProgress)
+        producer = Child("produce", [
+            "produce", "sensors", "--streams", "3", "--lags", "0,5,15", "--kappas", "2,2,50",
+            "--disorder", SENSOR_DISORDER, "--seed", str(SEED), "--rate", f"{rate:.3f}",
+            "--duration", f"{60.0 * n_minutes + 60.0:g}", "--speedup", "1",
+            "--topic-prefix", prefix,
+        ], workdir, {"HARVEST_BOOTSTRAP_SERVERS": cfg.bootstrap})
+        t0 = time.monotonic()
+        t0_wall_ms = time.time() * 1000.0
+        end = t0 + 60.0 * n_minutes
+        next_note = t0 + 60.0
+        while time.monotonic() < end:
+            if not query.isActive:
+                raise InfraError(f"the soak query stopped: {query.exception()}")
+            if not producer.running():
+                raise InfraError(f"harvest produce exited early:\n{producer.tail()}")
+            now = time.monotonic()
+            samples.memory.append((now - t0, sample_memory(os.getpid())))
+            samples.load.append((now - t0, os.getloadavg()[0]))
+            _fold_progress(query.recentProgress, seen, t0_wall_ms, samples)
+            if now >= next_note:
+                minute = int((now - t0) // 60)
+                recent = [b for b in samples.batches if b.t_s >= (now - t0) - 60.0]
+                mem = samples.memory[-1][1]
+                print(f"[soak {minute}/{n_minutes} min] in "
+                      f"{sum(b.input_rows for b in recent) / 60.0:.0f}/s  out "
+                      f"{sum(b.results for b in recent) / 60.0:.1f}/s  batches "
+                      f"{len(recent)}  driver {mem.driver_mb:.0f} MB  workers "
+                      f"{mem.worker_mb:.0f} MB  load {os.getloadavg()[0]:.1f}", flush=True)
+                next_note += 60.0
+            time.sleep(SAMPLE_EVERY_S)
+        _fold_progress(query.recentProgress, seen, t0_wall_ms, samples)
+        query.stop()
+    finally:
+        if producer is not None:
+            producer.stop()
+        spark.stop()
+    _state_tuples(run_settings, cfg.output_topics[1], t0_wall_ms, samples)
+    rows = minute_rows(samples, n_minutes, cfg.spec.job.groups)
+    summary = summarize(rows)
+    payload = {
+        "quick": quick, "minutes": n_minutes, "load": LOAD,
+        "input_rate_per_stream": rate, "capacity": cap.snapshot(),
+        "spec": {"window_ms": max(spec.join.windows), "epsilon": spec.join.epsilon,
+                 "shedding": spec.shedding.mode, "budget": spec.shedding.budget,
+                 "trigger_ms": spec.job.trigger_ms, "groups": spec.job.groups,
+                 "max_offsets_per_trigger": spec.job.max_offsets_per_trigger},
+        "topic_prefix": prefix,
+        "driver_memory": DRIVER_MEMORY, "driver_java_options": JVM_OPTIONS,
+        "load_average": {"start": list(load_start), "end": list(os.getloadavg()),
+                         "cpus": os.cpu_count()},
+        "measures": {
+            "state_mb": "state bytes per instance as last saved (header + stored pieces; "
+                        "operator_metrics extra state_bytes), last report of the minute",
+            "state_sst_mb": "RocksDB SST bytes of the stateful operator per route key, "
+                            "end of the minute (Spark's rocksdbSstFileSize)",
+            "state_tuples": "tuples held per instance (operator_metrics state_size)",
+            "driver_rss_mb": "the Python driver + its JVM, the minute's median",
+            "worker_rss_mb": "every Python process under the JVM, the minute's median",
+        },
+        "rows": rows, **summary,
+    }
+    write_json("soak", payload, results_dir)
+    plot(rows, results_dir)
+    print(json.dumps({k: payload[k] for k in ("state_growth", "rss_growth", "output_drift",
+                                              "targets_met")}, default=str))
+    return 0
+
+
+def plot(rows: Sequence[Mapping[str, Any]], results_dir: Path) -> Path:
+    """``soak.png``: rates, micro-batch duration, state and RSS per minute."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    minute = [r["minute"] for r in rows]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    ax = axes[0][0]
+    ax.plot(minute, [r["input_rate"] for r in rows], "o-", label="input rows/s")
+    ax2 = ax.twinx()
+    ax2.plot(minute, [r["output_rate"] for r in rows], "s-", color="tab:green",
+             label="results/s")
+    ax.set_title("rates (input left, results right)")
+    ax.set_xlabel("minute")
+    ax = axes[0][1]
+    ax.plot(minute, [r["batch_ms_p50"] for r in rows], "o-", color="tab:purple")
+    ax.set_title("micro-batch duration p50 (ms)")
+    ax.set_xlabel("minute")
+    ax = axes[1][0]
+    ax.plot(minute, [r["state_mb"] for r in rows], "o-", color="tab:orange",
+            label="saved state MB")
+    ax.set_title("state per instance")
+    ax.set_xlabel("minute")
+    ax.set_ylabel("MB")
+    ax3 = ax.twinx()
+    ax3.plot(minute, [r.get("state_tuples") for r in rows], "x--", color="tab:gray",
+             label="tuples")
+    ax3.set_ylabel("tuples")
+    ax = axes[1][1]
+    ax.plot(minute, [r["driver_rss_mb"] for r in rows], "o-", label="driver (Python + JVM)")
+    ax.plot(minute, [r["worker_rss_mb"] for r in rows], "s-", label="Python workers")
+    ax.set_title("resident memory (MB)")
+    ax.set_xlabel("minute")
+    ax.legend(fontsize=8)
+    for a in axes.flat:
+        a.axvline(STEADY_FROM_MINUTE, color="k", lw=0.5, ls=":")
+    return save_figure(fig, "soak", results_dir)
