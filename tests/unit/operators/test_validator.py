@@ -63,7 +63,7 @@ def test_far_future_first_record_is_rejected_and_defines_no_clock() -> None:
     v = InputValidator(_cfg())
     bad = Event(0, 10_000, 50 * YEAR_MS, 50 * YEAR_MS, {"value": 1.0})
     events = _valid(200)
-    out = v.admit([(bad, "bad")] + _items(events))
+    out = v.admit([(bad, "bad"), *_items(events)])
     assert [r.info for r in out.rejected] == ["bad"]
     assert out.rejected[0].reason.startswith("future: arrival_time")
     assert "disorder.max_future_ms" in out.rejected[0].reason
@@ -74,11 +74,11 @@ def test_far_future_in_the_middle_moves_no_clock() -> None:
     v = InputValidator(_cfg())
     events = _valid(400)
     bad = Event(1, 99_999, 3_000_000, 3_000_000, {"value": 1.0})
-    items = _items(events[:200]) + [(bad, "bad")] + _items(events[200:])
+    items = [*_items(events[:200]), (bad, "bad"), *_items(events[200:])]
     out = v.admit(items)
     assert [r.info for r in out.rejected] == ["bad"]
     assert len(out.accepted) == 400
-    clocks, common = v.clocks()
+    _clocks, common = v.clocks()
     assert common is not None and common < 4_000
 
 
@@ -98,7 +98,7 @@ def test_late_tuple_is_rejected() -> None:
     v = InputValidator(_cfg(late=20_000))
     events = _valid(5_000)  # 50 s of arrivals
     late = Event(2, 77_777, 1_000, 49_000, {"value": 1.0})
-    out = v.admit(_items(events) + [(late, "late")])
+    out = v.admit([*_items(events), (late, "late")])
     assert [r.info for r in out.rejected] == ["late"]
     assert out.rejected[0].reason.startswith("late: event_time 1000")
     assert "disorder.max_late_ms = 20000" in out.rejected[0].reason
@@ -110,7 +110,7 @@ def test_duplicates_in_a_batch_and_conflicts() -> None:
     dup = events[20]
     conflict = Event(dup.stream, dup.seq, dup.ts + 1, dup.arrival + 5, dict(dup.attrs))
     other = Event(dup.stream, dup.seq, dup.ts, dup.arrival + 7, {"value": 99.0})
-    out = v.admit(_items(events) + [(dup, "dup"), (conflict, "conflict"), (other, "other")])
+    out = v.admit([*_items(events), (dup, "dup"), (conflict, "conflict"), (other, "other")])
     assert out.duplicates == 1 and v.counts["duplicates"] == 1
     assert [r.info for r in out.rejected] == ["conflict", "other"]
     assert all(r.reason.startswith("duplicate seq: (s3, 20)") for r in out.rejected)
@@ -121,7 +121,7 @@ def test_flush_judges_held_tuples_against_their_median() -> None:
     v = InputValidator(_cfg())
     events = _valid(3)
     bad = Event(0, 9, 50 * YEAR_MS, 50 * YEAR_MS, {})
-    assert v.admit(_items(events) + [(bad, "bad")]).accepted == []
+    assert v.admit([*_items(events), (bad, "bad")]).accepted == []
     out = v.flush()
     assert [ev for ev, _ in out.accepted] == events
     assert [r.info for r in out.rejected] == ["bad"]
@@ -130,7 +130,7 @@ def test_flush_judges_held_tuples_against_their_median() -> None:
 def test_snapshot_round_trip_mid_stream() -> None:
     events = _valid(300)
     bad = Event(0, 9_999, 50 * YEAR_MS, 50 * YEAR_MS, {})
-    items = _items(events[:100]) + [(bad, "bad")] + _items(events[100:])
+    items = [*_items(events[:100]), (bad, "bad"), *_items(events[100:])]
     whole = InputValidator(_cfg())
     expected = whole.admit(items[:4]).accepted + whole.admit(items[4:]).accepted
 
