@@ -138,11 +138,13 @@ def timing_config(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> EngineConf
 def time_full_join(
     spec: Spec, sample: Sequence[Mapping[str, Any]], warm_seconds: float,
     clock: Callable[[], float] = time.perf_counter, repeats: int = 1,
+    ids: set[str] | None = None,
 ) -> tuple[float, int]:
     """(wall seconds, results) of the full join (:func:`timing_config`) on the records of
     ``sample`` with event time ≥ ``warm_seconds``; the earlier ones fill the windows
     first, unprobed and untimed. With ``repeats`` > 1 the fastest run counts (noise from
-    other work only ever adds time); the sample is converted once for all runs."""
+    other work only ever adds time); the sample is converted once for all runs. ``ids``
+    receives the result ids (of the last run), outside the timed span."""
     exact = timing_config(spec, sample)
     index = {s: i for i, s in enumerate(spec.join.streams)}
     events = [event_from_dump(r, index) for r in sample]
@@ -154,8 +156,12 @@ def time_full_join(
         engine = Engine(exact)
         engine.preload(warm)
         start = clock()
-        results = len(engine.process_many(timed)) + len(engine.flush())
+        out = engine.process_many(timed) + engine.flush()
         best = min(best, max(clock() - start, 1e-6))
+        results = len(out)
+        if ids is not None:
+            ids.update(r.id for r in out)
+        del out
     return best, results
 
 
@@ -168,16 +174,19 @@ def measure_capacity(
     warm_seconds: float = 0.0,
     repeats: int = 1,
     clock: Callable[[], float] = time.perf_counter,
+    ids: Mapping[float, set[str]] | None = None,
 ) -> Capacity:
     """Time the full join on each sample (``{rate: dump records}``, each covering
     ``warm_seconds + sample_seconds`` of stream time; the fastest of ``repeats`` runs)
     and derive the capacity. Sample rates near the expected capacity fit the quadratic
-    term best (at low rates the fixed per-tuple cost dominates)."""
+    term best (at low rates the fixed per-tuple cost dominates). ``ids[rate]``, where
+    given, receives that sample's result ids."""
     rates = sorted(samples)
     walls: list[float] = []
     results = 0
     for r in rates:
-        wall, n = time_full_join(spec, samples[r], warm_seconds, clock, repeats)
+        wall, n = time_full_join(spec, samples[r], warm_seconds, clock, repeats,
+                                 None if ids is None else ids.get(r))
         walls.append(wall)
         results += n
     costs = [w / sample_seconds for w in walls]

@@ -124,23 +124,25 @@ class Adwin:
 
     def add_many(self, values: Iterable[float]) -> int:
         """:meth:`add` for each value in order (the same arithmetic, so the same
-        window); returns the number of oldest items dropped in total."""
+        window); returns the number of oldest items dropped in total. The running sums
+        live in locals between the (rare) drops and the cut tests every ``clock`` items."""
         cfg = self.config
         buckets, clock, max_width = cfg.max_buckets, cfg.clock, cfg.max_width
         dropped = 0
+        levels = self._levels
+        rng, width, total, var, since = (self._range, self._width, self._total, self._var,
+                                         self._since_check)
         for x in values:
             value = float(x)
-            if value < 0.0 or math.isnan(value):
+            if not value >= 0.0:  # negative or NaN
                 raise OperatorInputError(f"adwin: values must be >= 0 and not NaN, got {x!r}")
-            if value > self._range:
-                self._range = value
-            width = self._width
+            if value > rng:
+                rng = value
             if width:
-                mean = self._total / width
-                self._var += width * (value - mean) ** 2 / (width + 1)
-            self._width = width + 1
-            self._total += value
-            levels = self._levels
+                mean = total / width
+                var += width * (value - mean) ** 2 / (width + 1)
+            width += 1
+            total += value
             if not levels:
                 levels.append(deque())
             row = levels[0]
@@ -156,15 +158,21 @@ class Adwin:
                     levels.append(deque())
                 row = levels[level]
                 row.append((s1 + s2, v1 + v2 + n * n * diff * diff / (2 * n)))
-            while self._width > max_width:
-                dropped += self._drop_oldest()
-            self._since_check += 1
-            if self._since_check >= clock:
-                self._since_check = 0
-                cut = self._cut()
-                if cut:
-                    self.changes += 1
-                dropped += cut
+            since += 1
+            if width > max_width or since >= clock:
+                self._range, self._width, self._total, self._var = rng, width, total, var
+                while self._width > max_width:
+                    dropped += self._drop_oldest()
+                if since >= clock:
+                    since = 0
+                    cut = self._cut()
+                    if cut:
+                        self.changes += 1
+                    dropped += cut
+                levels = self._levels
+                width, total, var = self._width, self._total, self._var
+        self._range, self._width, self._total, self._var = rng, width, total, var
+        self._since_check = since
         return dropped
 
     def _insert_bucket(self, level: int, bucket: _Bucket) -> None:
@@ -218,6 +226,8 @@ class Adwin:
         total = self._total
         ln_term = math.log(2.0 * math.log(n) / self.config.delta)
         var_w = self._var / n
+        rng = self._range
+        sqrt = math.sqrt
         n0, s0 = 0, 0.0
         for level in range(len(self._levels) - 1, -1, -1):
             size = 1 << level
@@ -230,9 +240,7 @@ class Adwin:
                 if n0 < min_len:
                     continue
                 m_inv = 1.0 / n0 + 1.0 / n1
-                eps = math.sqrt(2.0 * m_inv * var_w * ln_term) + (
-                    2.0 / 3.0 * m_inv * ln_term * self._range
-                )
+                eps = sqrt(2.0 * m_inv * var_w * ln_term) + (2.0 / 3.0 * m_inv * ln_term * rng)
                 if abs(s0 / n0 - (total - s0) / n1) > eps:
                     return True
         return False

@@ -20,6 +20,7 @@ run (the engine cuts runs at adaptation boundaries).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,8 +32,49 @@ from pipeline.operators.synchronizer import Synchronizer
 I64 = NDArray[np.int64]
 
 
+@dataclass(frozen=True, slots=True)
+class Released:
+    """(event, raw delay) items in order, with their stream, ts, seq and delay as arrays
+    (so the join needs no second pass over the events)."""
+
+    items: list[Tagged]
+    stream: I64
+    ts: I64
+    seq: I64
+    delay: I64
+
+    @classmethod
+    def of(cls, items: Sequence[Tagged]) -> Released:
+        """From items alone (one pass over their events)."""
+        n = len(items)
+        return cls(list(items), np.fromiter((it[0].stream for it in items), np.int64, n),
+                   np.fromiter((it[0].ts for it in items), np.int64, n),
+                   np.fromiter((it[0].seq for it in items), np.int64, n),
+                   np.fromiter((it[1] for it in items), np.int64, n))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def take(self, order: I64) -> Released:
+        """The items at positions ``order``, in that order."""
+        return Released([self.items[j] for j in order.tolist()], self.stream[order],
+                        self.ts[order], self.seq[order], self.delay[order])
+
+    def slice(self, a: int, b: int) -> Released:
+        return Released(self.items[a:b], self.stream[a:b], self.ts[a:b], self.seq[a:b],
+                        self.delay[a:b])
+
+
+def _cat(parts: Sequence[Released]) -> Released:
+    return Released([it for p in parts for it in p.items],
+                    np.concatenate([p.stream for p in parts]),
+                    np.concatenate([p.ts for p in parts]),
+                    np.concatenate([p.seq for p in parts]),
+                    np.concatenate([p.delay for p in parts]))
+
+
 def kslack_run(kslacks: Sequence[KSlack], events: Sequence[Event], streams: I64, ts: I64,
-               k: int) -> tuple[I64, list[Tagged], I64]:
+               seqs: I64, k: int) -> tuple[I64, Released, I64]:
     """Push ``events`` (arrival order) into their K-slack buffers under K = ``k``.
 
     Returns each event's raw delay (^iT − ts after its own arrival), the released
@@ -41,9 +83,10 @@ def kslack_run(kslacks: Sequence[KSlack], events: Sequence[Event], streams: I64,
     n = ts.shape[0]
     delays = np.zeros(n, np.int64)
     rel_at: list[I64] = []
-    rel_ts: list[I64] = []
     rel_cnt: list[I64] = []
-    rel_items: list[list[Tagged]] = []
+    rel_go: list[I64] = []
+    offset = 0
+    parts: list[Released] = []
     for s, ks in enumerate(kslacks):
         idx = np.flatnonzero(streams == s)
         old = ks._heap
@@ -56,38 +99,43 @@ def kslack_run(kslacks: Sequence[KSlack], events: Sequence[Event], streams: I64,
         counter = ks._counter + np.arange(idx.shape[0], dtype=np.int64)
         items: list[Tagged] = [(h[2], h[3]) for h in old]
         items += [(events[i], dd) for i, dd in zip(idx.tolist(), d.tolist(), strict=True)]
-        all_ts = np.concatenate([np.array([h[0] for h in old], np.int64), mine])
+        pool = Released(items, np.full(len(items), s, np.int64),
+                        np.concatenate([np.array([h[0] for h in old], np.int64), mine]),
+                        np.concatenate([np.array([h[2].seq for h in old], np.int64),
+                                        seqs[idx]]),
+                        np.concatenate([np.array([h[3] for h in old], np.int64), d]))
         all_cnt = np.concatenate([np.array([h[1] for h in old], np.int64), counter])
         own = np.concatenate([np.zeros(len(old), np.int64), np.arange(idx.shape[0])])
-        at = np.maximum(local.searchsorted(all_ts + k, "left"), own)
+        at = np.maximum(local.searchsorted(pool.ts + k, "left"), own)
         done = at < idx.shape[0]
         keep = np.flatnonzero(~done)
-        kept = sorted(zip(all_ts[keep].tolist(), all_cnt[keep].tolist(), keep.tolist(),
+        kept = sorted(zip(pool.ts[keep].tolist(), all_cnt[keep].tolist(), keep.tolist(),
                           strict=True))
         ks._heap = [(t, c, items[j][0], items[j][1]) for t, c, j in kept]
         ks.local_time = int(local[-1])
         ks._counter += int(idx.shape[0])
         go = np.flatnonzero(done)
         rel_at.append(idx[at[go]])
-        rel_ts.append(all_ts[go])
         rel_cnt.append(all_cnt[go])
-        rel_items.append([items[j] for j in go.tolist()])
+        rel_go.append(go + offset)
+        offset += len(items)
+        parts.append(pool)
     if not rel_at:
-        return delays, [], np.zeros(0, np.int64)
+        return delays, Released.of([]), np.zeros(0, np.int64)
     at_all = np.concatenate(rel_at)
-    order = np.lexsort((np.concatenate(rel_cnt), np.concatenate(rel_ts), at_all))
-    flat = [it for part in rel_items for it in part]
-    return delays, [flat[j] for j in order.tolist()], at_all[order]
+    flat = _cat(parts)
+    go_all = np.concatenate(rel_go)
+    order = np.lexsort((np.concatenate(rel_cnt), flat.ts[go_all], at_all))
+    return delays, flat.take(go_all[order]), at_all[order]
 
 
-def sync_run(sync: Synchronizer, items: Sequence[Tagged]) -> tuple[list[Tagged], I64]:
-    """Alg. 1 for ``items`` in order: the released items in release order, and for each
-    the index of the item whose push released it."""
-    n = len(items)
+def sync_run(sync: Synchronizer, rel: Released) -> tuple[Released, I64]:
+    """Alg. 1 for the items of ``rel`` in order: the released items in release order,
+    and for each the index of the item whose push released it."""
+    n = len(rel)
     if n == 0:
-        return [], np.zeros(0, np.int64)
-    streams = np.fromiter((it[0].stream for it in items), np.int64, n)
-    ts = np.fromiter((it[0].ts for it in items), np.int64, n)
+        return rel, np.zeros(0, np.int64)
+    streams, ts = rel.stream, rel.ts
     old = sync._heap
     m = sync.config.streams
     run_max = np.empty((m, n), np.int64)
@@ -103,24 +151,23 @@ def sync_run(sync: Synchronizer, items: Sequence[Tagged]) -> tuple[list[Tagged],
     counter[pushed] = sync._counter + np.arange(pushed.shape[0])
     step = np.arange(n, dtype=np.int64)
     step[pushed] = t_sync.searchsorted(ts[pushed], "left")
-    o_ts = np.array([h[0] for h in old], np.int64)
+    held = Released([h[3] for h in old], np.array([h[2] for h in old], np.int64),
+                    np.array([h[0] for h in old], np.int64),
+                    np.array([h[3][0].seq for h in old], np.int64),
+                    np.array([h[3][1] for h in old], np.int64))
     o_cnt = np.array([h[1] for h in old], np.int64)
-    o_step = t_sync.searchsorted(o_ts, "left")
-    all_step = np.concatenate([o_step, step])
-    all_ts = np.concatenate([o_ts, ts])
+    pool = _cat([held, rel])
+    all_step = np.concatenate([t_sync.searchsorted(held.ts, "left"), step])
     all_cnt = np.concatenate([o_cnt, counter])
-    pool: list[Tagged] = [h[3] for h in old] + list(items)
     out = np.flatnonzero(all_step < n)
-    order = out[np.lexsort((all_cnt[out], all_ts[out], all_step[out]))]
+    order = out[np.lexsort((all_cnt[out], pool.ts[out], all_step[out]))]
     left = np.flatnonzero(all_step >= n)
-    kept = sorted(zip(all_ts[left].tolist(), all_cnt[left].tolist(), left.tolist(),
+    kept = sorted(zip(pool.ts[left].tolist(), all_cnt[left].tolist(), left.tolist(),
                       strict=True))
-    sync._heap = [(t, c, pool[j][0].stream, pool[j]) for t, c, j in kept]
-    counts = [0] * m
-    for h in sync._heap:
-        counts[h[2]] += 1
+    sync._heap = [(t, c, int(pool.stream[j]), pool.items[j]) for t, c, j in kept]
+    counts = np.bincount(pool.stream[left], minlength=m).tolist()
     sync._counts = counts
     sync._missing = sum(1 for c in counts if c == 0)
     sync._counter += int(pushed.shape[0])
     sync.sync_time = int(t_sync[-1])
-    return [pool[j] for j in order.tolist()], all_step[order]
+    return pool.take(order), all_step[order]

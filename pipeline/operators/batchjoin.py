@@ -53,7 +53,7 @@ F64 = NDArray[np.float64]
 PROBED, LATE, DISCARDED = 0, 1, 2
 #: cost units of one (probe, stored basic window) lookup on the indexed batch path,
 #: in nested-loop comparisons (ours; fitted in bench/join.py ``indexed``, see costmodel)
-INDEX_WINDOW_COST = 4
+INDEX_WINDOW_COST = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +102,12 @@ def process_run(join: MWayJoin, streams: I64, ts: I64, seqs: I64, feats: F64,
     vix = _value_indexes(join) if join.use_index else None
     for l, win in enumerate(join.windows):
         q = pos_all[inserted & (streams == l)]
+        bws = tuple(map(win.bws.__getitem__, win.bids))
         if vix is not None:  # the window's sorted value index: no merged copy
-            none = np.zeros(0, np.int64)
-            sides.append(Side(none, none, np.zeros((0, feats.shape[1])),
-                              tuple(win.bws[bid] for bid in win.bids), q, ts[q], seqs[q],
-                              feats[q], vix[l], np.argsort(feats[q, 0], kind="stable")))
-        else:
-            s_ts, s_seq, s_feats = win.merged_columns(feats.shape[1])
-            sides.append(Side(s_ts, s_seq, s_feats, (), q, ts[q], seqs[q], feats[q]))
+            sides.append(Side(bws, q, ts[q], seqs[q], feats[q], vindex=vix[l],
+                              q_sorted=np.argsort(feats[q, 0], kind="stable")))
+        else:  # the merged copy, built if a probe scans this window
+            sides.append(Side(bws, q, ts[q], seqs[q], feats[q], window=win))
     geos = tuple(Geometry(cfg.windows[l], b, cfg.n_basic(l)) for l in range(m))
     probed = np.flatnonzero(outcome == PROBED)
     count = np.zeros(n, np.int64)
@@ -178,10 +176,10 @@ def _group_probes(join: MWayJoin, streams: I64, ts: I64, feats: F64, probed: I64
 
     m = join.config.m
     n = len(plan_of)
-    distinct = {id(p): p for p in plan_of}
-    index_of = {key: i for i, key in enumerate(distinct)}
-    plans = list(distinct.values())
-    code = np.fromiter((index_of[id(p)] for p in plan_of), np.int64, n)
+    _, first_of, code = np.unique(np.fromiter(map(id, plan_of), np.int64, n),
+                                  return_index=True, return_inverse=True)
+    code = code.reshape(-1)
+    plans = [plan_of[k] for k in first_of.tolist()]
     fast = np.array([p is not None and p.windows is not None and p.windows[0] == ()
                      for p in plans], dtype=bool)[code]
     default = np.array([p is None or p.order is None for p in plans], dtype=bool)[code]
@@ -377,15 +375,19 @@ def _value_indexes(join: MWayJoin) -> list[ValueIndex]:
     return vix  # type: ignore[return-value]
 
 
-def encode_dense(pred: Any, attrs: Sequence[Any]) -> F64:
+def encode_dense(pred: Any, attrs: Sequence[Any], items: bool = False) -> F64:
     """Feature rows of many tuples (dense predicates): one float conversion per column;
-    a bad attribute falls back to :meth:`encode`, which names it."""
+    a bad attribute falls back to :meth:`encode`, which names it. ``items``: ``attrs``
+    holds (event, delay) items, whose events' attributes are read."""
     cols = pred.columns
     out = np.empty((len(attrs), len(cols)), np.float64)
     try:
         for c, name in enumerate(cols):
-            out[:, c] = [a[name] for a in attrs]
+            if items:
+                out[:, c] = [it[0].attrs[name] for it in attrs]
+            else:
+                out[:, c] = [a[name] for a in attrs]
     except (KeyError, TypeError, ValueError):
         for r, a in enumerate(attrs):
-            out[r] = pred.encode(a)
+            out[r] = pred.encode(a[0].attrs if items else a)
     return out

@@ -3,9 +3,10 @@
 :func:`probe_group` runs MJoin's nested-loop join (GrubJoin §1.3) for every probing
 tuple of one direction and join order R_i at once: each position of R_i is one NumPy
 step over a *block* of probes — a probes × rows comparison against the stored window
-(or, with ``[join] index``, a value-range search of every stored basic window's sorted
-index for the whole block, §1.2 basic windows) plus the run's own earlier tuples — then
-the partial results are extended pairwise. Ji et al. Alg. 2 fixes what each probe may
+(or, with ``[join] index``, one search of the stream window's sorted value index across
+all its basic windows for the whole block, :mod:`~pipeline.operators.valueindex`) plus
+the run's own earlier tuples — then the partial results are extended pairwise
+(:mod:`~pipeline.operators.batchmatch`). Ji et al. Alg. 2 fixes what each probe may
 see: the stored rows with ts ≥ ts_i − W_l and the run's rows inserted before it
 (:class:`Side`); GrubJoin's harvest plans restrict that to the chosen logical basic
 windows, per probe (tables of :class:`Probes`). Nothing is compared pair by pair in
@@ -13,9 +14,10 @@ Python.
 
 Per probe and position the step reports what the per-tuple probe of
 :class:`~pipeline.operators.mjoin.MWayJoin` charges (GrubJoin's cost unit: partial
-results entering × window rows scanned; indexed: ``window_cost`` per stored basic
-window touched + partials × rows found) and the partial results entering, so the
-harvesting feedback and cost accounting do not depend on the batching. Results of one
+results entering × window rows scanned) and the partial results entering, so the
+harvesting feedback and cost accounting do not depend on the batching. The indexed
+step charges its own cost (``window_cost`` per lookup + 1 per candidate + partial
+results × rows found), which the indexed cost model is fitted to (costmodel.py). Results of one
 probe come out in lexicographic order of their members' (ts, seq) along R_i — the same
 order whatever the batching (the per-tuple probe sorts to it too).
 """
@@ -28,51 +30,31 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.operators.valueindex import ValueIndex
-from pipeline.operators.windows import BasicWindow
+from pipeline.operators.batchmatch import (
+    BLOCK_ELEMS,
+    block_hits,
+    expand,
+    order_hits,
+    pair_match,
+    value_bounds,
+)
+from pipeline.operators.batchside import (
+    Geometry,
+    Probes,
+    Side,
+    logical,
+    stored_counts,
+    union_ranges,
+    visible_stored,
+)
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
 B8 = NDArray[np.bool_]
-#: probes × rows booleans one block may hold (a few MB: stays in cache)
-BLOCK_ELEMS = 1 << 21
 #: probes per block on the indexed path (no probes × rows matrix there)
 INDEX_BLOCK = 1024
-#: relative slack of the band pre-filter (the exact predicate re-checks candidates)
-SLACK = 1e-9
-
-
-@dataclass(frozen=True, slots=True)
-class Side:
-    """What one stream offers a run's probes: its stored rows (ts-ascending, as the
-    window's merged copy holds them — the unindexed path; the indexed one searches
-    ``vindex`` and counts rows per basic window ``bws``, leaving these empty) and the
-    rows of the run inserted into it (``q_*``, ascending run position)."""
-
-    ts: I64
-    seq: I64
-    feats: F64
-    bws: tuple[BasicWindow, ...]
-    q_pos: I64
-    q_ts: I64
-    q_seq: I64
-    q_feats: F64
-    #: the indexed path: the window's sorted index and the run's rows by value
-    vindex: ValueIndex | None = None
-    q_sorted: I64 | None = None
-
-
-@dataclass(slots=True)
-class Probes:
-    """The probing tuples of one group (ascending run position, so ascending ts) and,
-    per position of the order, their chosen-logical-window tables (P × n_l; None = the
-    whole window for every probe)."""
-
-    pos: I64
-    ts: I64
-    seq: I64
-    feats: F64
-    sels: list[B8 | None]
+__all__ = ["Geometry", "GroupOut", "Probes", "Side", "index_position", "probe_group",
+           "sample_position", "scan_position", "visible_stored"]
 
 
 @dataclass(slots=True)
@@ -90,148 +72,6 @@ class GroupOut:
     res_seq: list[I64]
     checks: int = 0
     evaluated: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Geometry:
-    """Window W_l (ms), basic window b (ms) and n_l logical basic windows of a position."""
-
-    window: int
-    b: int
-    n: int
-
-
-# ----------------------------------------------------------------------------- predicates
-def block_hits(pred: Any, left: F64, right: F64) -> tuple[I64, I64]:
-    """(left row, right row) pairs that match, for every pair of a P × n block: one
-    vectorized test (band: a value-range pre-filter widened by a few ulps, then the exact
-    |a − b| ≤ ε on the candidates)."""
-    n = right.shape[0]
-    if n == 0 or left.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    kind = pred.kind
-    if kind == "band":
-        v = left[:, 0]
-        eps = float(pred.epsilon)
-        slack = SLACK * (np.abs(v) + eps) + 1e-300
-        col = right[:, 0]
-        mask, tmp = _scratch(left.shape[0], n)
-        np.greater_equal(col[None, :], (v - eps - slack)[:, None], out=mask)
-        np.less_equal(col[None, :], (v + eps + slack)[:, None], out=tmp)
-        mask &= tmp
-        pi, ri = np.divmod(np.flatnonzero(mask), n)
-        keep = np.abs(left[pi, 0] - right[ri, 0]) <= eps
-        return pi[keep], ri[keep]
-    if kind == "equi":
-        mask, _ = _scratch(left.shape[0], n)
-        np.equal(left[:, 0, None], right[None, :, 0], out=mask)
-    else:
-        mask = np.asarray(pred.match_values(left, right))
-    pi, ri = np.divmod(np.flatnonzero(mask), n)
-    return pi, ri
-
-
-_SCRATCH: list[B8] = [np.empty(0, bool), np.empty(0, bool)]
-
-
-def _scratch(p: int, n: int) -> tuple[B8, B8]:
-    """Two p × n boolean work arrays, reused across calls: a fresh multi-megabyte array
-    per block costs more in page faults than the comparisons themselves."""
-    size = p * n
-    if _SCRATCH[0].shape[0] < size:
-        _SCRATCH[0] = np.empty(max(size, BLOCK_ELEMS), bool)
-        _SCRATCH[1] = np.empty(max(size, BLOCK_ELEMS), bool)
-    return _SCRATCH[0][:size].reshape(p, n), _SCRATCH[1][:size].reshape(p, n)
-
-
-def pair_match(pred: Any, a: F64, b: F64) -> B8:
-    """Does row a[k] match row b[k], for every k (the elementwise form of
-    :meth:`~pipeline.operators.predicates.DensePredicate.match_values`, same arithmetic)."""
-    kind = pred.kind
-    if kind == "equi":
-        return np.asarray(a[:, 0] == b[:, 0])
-    if kind == "band":
-        return np.asarray(np.abs(a[:, 0] - b[:, 0]) <= pred.epsilon)
-    if kind == "distance":
-        dx = a[:, 0] - b[:, 0]
-        dy = a[:, 1] - b[:, 1]
-        return np.asarray(dx * dx + dy * dy <= pred.epsilon * pred.epsilon)
-    lcols = {c: a[:, i] for i, c in enumerate(pred.columns)}
-    rcols = {c: b[:, i] for i, c in enumerate(pred.columns)}
-    out = np.asarray(pred.fn(lcols, rcols), dtype=bool)
-    return np.broadcast_to(out, (a.shape[0],))
-
-
-def value_bounds(pred: Any, v: F64) -> tuple[F64, F64]:
-    """[v − ε, v + ε] (ε = 0 for equi) widened by a relative slack, per probe value: the
-    range a sorted index is searched with (candidates are re-checked exactly)."""
-    eps = float(pred.epsilon) if pred.kind == "band" else 0.0
-    slack = SLACK * (np.abs(v) + eps) + 1e-300
-    return v - eps - slack, v + eps + slack
-
-
-# ----------------------------------------------------------------------------- selections
-def logical(ts_p: I64, ts_r: I64, geo: Geometry) -> I64:
-    """Logical basic window min((ts_p − ts_r) // b, n − 1) of row ts_r for probe ts_p."""
-    return np.minimum((ts_p - ts_r) // geo.b, geo.n - 1)
-
-
-def union_ranges(ts: I64, lo: I64, sel: B8 | None, geo: Geometry) -> list[tuple[int, int]]:
-    """Disjoint ascending ts ranges [a, b] holding every row some probe of a block may
-    see: [min lo, max ts] without a selection, else the union over the chosen logical
-    windows v of [min ts − (v+1)·b + 1, max ts − v·b] (v = n − 1 reaches down to lo)."""
-    t_min, t_max, lo_min = int(ts[0]), int(ts[-1]), int(lo.min())
-    if sel is None:
-        return [(lo_min, t_max)]
-    chosen = np.flatnonzero(sel.any(axis=0)).tolist()
-    b, n = geo.b, geo.n
-    spans = []
-    for v in chosen:
-        a = lo_min if v >= n - 1 else max(lo_min, t_min - (v + 1) * b + 1)
-        spans.append((a, t_max - v * b))
-    spans.sort()
-    out: list[tuple[int, int]] = []
-    for a, c in spans:
-        if a > c:
-            continue
-        if out and a <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], c))
-        else:
-            out.append((a, c))
-    return out
-
-
-def visible_stored(side: Side, lo: I64) -> I64:
-    """Per probe, stored rows with ts ≥ lo (its whole window): a binary search on the
-    merged copy, or per stored basic window on the indexed path."""
-    if not side.bws:
-        return np.asarray(side.ts.shape[0] - side.ts.searchsorted(lo, "left"), np.int64)
-    out = np.zeros(lo.shape[0], np.int64)
-    lo_min, lo_max = int(lo.min()), int(lo.max())
-    for bw in side.bws:
-        if bw.max_ts < lo_min:
-            continue
-        if bw.min_ts >= lo_max:
-            out += len(bw)
-            continue
-        tsv = bw.ts.view()
-        if bw.ordered:
-            out += len(bw) - tsv.searchsorted(lo, "left")
-        else:
-            out += (tsv[None, :] >= lo[:, None]).sum(axis=1)
-    return out
-
-
-def stored_counts(ts_sorted: I64, ts: I64, lo: I64, sel: B8 | None, geo: Geometry) -> I64:
-    """Per probe, stored rows it sees (ts ≥ lo, in its chosen logical windows): binary
-    searches on the ts-sorted store — edges ts − v·b (v < n) and lo − 1."""
-    if sel is None:
-        return np.asarray(ts_sorted.shape[0] - ts_sorted.searchsorted(lo, "left"), np.int64)
-    edges = ts[:, None] - np.arange(geo.n, dtype=np.int64)[None, :] * geo.b
-    edges = np.concatenate([edges, (lo - 1)[:, None]], axis=1)
-    right = ts_sorted.searchsorted(edges.ravel(), "right").reshape(edges.shape)
-    per_window = right[:, :-1] - right[:, 1:]
-    return np.asarray((per_window * sel).sum(axis=1), np.int64)
 
 
 # ----------------------------------------------------------------------------- one position
@@ -344,7 +184,7 @@ def index_position(pred: Any, side: Side, pos: I64, ts: I64, feats: F64,
     tested = int(probe.shape[0])
     match = pair_match(pred, feats[probe], vals[:, None])
     probe, vals, h_ts, h_seq = probe[match], vals[match], h_ts[match], h_seq[match]
-    order_ = np.lexsort((h_seq, h_ts, probe))
+    order_ = order_hits(probe, h_ts, h_seq)
     return Hits(probe[order_], h_ts[order_], h_seq[order_], vals[order_, None],
                 window_cost + examined, tested, tested)
 
@@ -372,7 +212,7 @@ def _merge_hits(side: Side, pi: I64, ri: I64, qp: I64, qi: I64, unit: I64,
     h_ts = np.concatenate([side.ts[ri], side.q_ts[qi]])
     h_seq = np.concatenate([side.seq[ri], side.q_seq[qi]])
     feats = np.concatenate([side.feats[ri], side.q_feats[qi]], axis=0)
-    order = np.lexsort((h_seq, h_ts, probe))
+    order = order_hits(probe, h_ts, h_seq)
     return Hits(probe[order], h_ts[order], h_seq[order], feats[order], unit, checks, needed)
 
 
@@ -390,8 +230,11 @@ def probe_group(pred: Any, streams: tuple[int, ...], geos: tuple[Geometry, ...],
     out_ts: list[list[I64]] = [[] for _ in range(npos)]
     out_seq: list[list[I64]] = [[] for _ in range(npos)]
     checks = evaluated = 0
-    widest = max((s.ts.shape[0] + s.q_pos.shape[0] for s in sides), default=1)
-    step = INDEX_BLOCK if indexed else max(8, min(4096, BLOCK_ELEMS // max(widest, 1)))
+    if indexed:
+        step = INDEX_BLOCK
+    else:
+        widest = max((s.ts.shape[0] + s.q_pos.shape[0] for s in sides), default=1)
+        step = max(8, min(4096, BLOCK_ELEMS // max(widest, 1)))
     for a in range(0, p_all, step):
         c = min(p_all, a + step)
         got, blk_evaluated, blk_checks = _probe_block(pred, geos, sides, probes, a, c,
@@ -454,7 +297,7 @@ def _probe_block(pred: Any, geos: tuple[Geometry, ...], sides: tuple[Side, ...],
             pp = h_probe
             m_ts, m_seq, m_feat = [hits.ts], [hits.seq], [hits.feats]
         else:
-            cp, ch, tot = _expand(pp, h_probe, c - a)
+            cp, ch, tot = expand(pp, h_probe, c - a)
             ok = np.ones(cp.shape[0], dtype=bool)
             for f in m_feat:
                 ok &= pair_match(pred, f[cp], hits.feats[ch])
@@ -470,15 +313,3 @@ def _probe_block(pred: Any, geos: tuple[Geometry, ...], sides: tuple[Side, ...],
             return None, evaluated, needed
         active = np.unique(pp)
     return (pp, m_ts, m_seq), evaluated, needed
-
-
-def _expand(pp: I64, h_probe: I64, size: int) -> tuple[I64, I64, int]:
-    """Every (partial, hit of the same probe) pair: partial index and hit index, in
-    partial-major order (both inputs are sorted by probe)."""
-    h_count = np.bincount(h_probe, minlength=size)
-    h_start = np.cumsum(h_count) - h_count
-    rep = h_count[pp]
-    tot = int(rep.sum())
-    cp = np.repeat(np.arange(pp.shape[0]), rep)
-    ch = np.repeat(h_start[pp] - (np.cumsum(rep) - rep), rep) + np.arange(tot)
-    return cp, ch, tot

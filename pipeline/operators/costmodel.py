@@ -18,20 +18,23 @@ free. It is added to C_i of every non-zero row, by every solver.
 out "for brevity"; it is the same for every configuration, so it only shifts C.
 Directions are independent in both C and O, which the solvers exploit.
 
-Indexed cost (ours, ``HarvestModel.indexed``): with per-basic-window sorted/hash
-indexes (``JoinConfig.index``) a probe costs ``c_w`` per stored basic window it touches
-plus one unit per (partial result, candidate row) pair, the candidates being the rows in
-the probing tuple's value range. Position j then costs
+Indexed cost (ours, ``HarvestModel.indexed``), fitted to the batched indexed probe
+(:mod:`~pipeline.operators.batchprobe`, ``[join] index``): one sorted value index per
+stream window is searched once per probe and position — ``c_w`` units — and every row
+in the probing tuple's value range is a candidate (1 unit each) whatever the harvest
+selection, which only filters them; the partial results then meet the rows found (1 unit
+per pair). Position j, reached only if it scans any window (k_j > 0), costs
 
-    c_w·ρ_j·t(k_j) + N_{i,j}·a_{i,j},   a_{i,j} = P_{i,j}(k_j)·σ_{i,r_{i,j}}·S_{i,j}
+    ρ_j·(c_w + q_{i,j}) + N_{i,j}·P_{i,j}(k_j)·q_{i,j},   q_{i,j} = σ_{i,r_{i,j}}·S_{i,j}
 
-with the candidates per partial approximated by its expected matches a_{i,j} (σ as in
-N: pair σ at the first position, the conditional deep σ later), t(k) = k + 1 for k ≥ 1
-(k contiguous logical basic windows straddle k + 1 stored ones; t(0) = 0) and
+with σ the pair selectivity of the probing tuple and stream r_{i,j} (the first-position
+σ, at every position: candidates and rows found match the probing tuple), and
 ρ_j = 1 − exp(−N_{i,j}) for j ≥ 2 (ρ_1 = 1), the probability that the probe reaches
-position j at all (Poisson; it stops once no partial result is left). The per-window
-term does not scale with N_{i,j}. Stored windows that the value-range test rules out
-before the harvest selection is applied also cost 1 in the join; the model ignores them.
+position j at all (Poisson; it stops once no partial result is left). N_{i,j} is as in
+the paper's model. Harvesting a position's windows therefore saves pairs and later
+positions' work, not the lookup — with an index, shedding windows buys less, and
+``c_w`` (``batchjoin.INDEX_WINDOW_COST``) is measured against a candidate's cost
+(``harvest bench join``, ``indexed.lookup_cost_fit``).
 """
 
 from __future__ import annotations
@@ -211,6 +214,8 @@ class ModelArrays:
     indexed: bool = False
     window_cost: float = 1.0
     probe_cost: float = 0.0
+    #: σ_{i,r_{i,j}} of the probing tuple at every position (the indexed cost's q)
+    pair: FloatArray | None = None
 
     @staticmethod
     def of(model: HarvestModel) -> ModelArrays:
@@ -219,6 +224,7 @@ class ModelArrays:
         s = np.asarray(model.window_tuples, dtype=np.float64)
         rows = np.arange(m)[:, None]
         sel = np.asarray(model.selectivity, dtype=np.float64)[rows, order]
+        pair = sel.copy()
         if model.deep_selectivity is not None:
             deep = np.asarray(model.deep_selectivity, dtype=np.float64)[rows, order]
             sel[:, 1:] = deep[:, 1:]
@@ -240,19 +246,22 @@ class ModelArrays:
             indexed=model.indexed,
             window_cost=model.window_cost,
             probe_cost=model.probe_cost,
+            pair=pair,
         )
 
-    def _cost(self, k: IntArray, factor: FloatArray, n_before: FloatArray, seg: FloatArray,
-              nmax: IntArray) -> FloatArray:
+    def _cost(self, k: IntArray, p: FloatArray, n_before: FloatArray, seg: FloatArray,
+              nmax: IntArray, pair: FloatArray) -> FloatArray:
         """Σ_j cost of position j: z_j S_j N_j (GrubJoin §IV-C), or the indexed form
-        c_w ρ_j t(k_j) + N_j a_j (ours, module docstring; ``factor`` = a_j); last axis j."""
+        [k_j > 0]·(ρ_j (c_w + q_j) + N_j P_j q_j), q_j = σ^pair_j S_j (ours, module
+        docstring; ``p`` = P_j(k_j)); last axis j."""
         probing = self.probe_cost * (k > 0).any(axis=-1)  # c_p per probing tuple (ours)
         if not self.indexed:
             return (k / nmax * seg * n_before).sum(axis=-1) + probing
         reach = np.concatenate(
             [np.ones_like(n_before[..., :1]), -np.expm1(-n_before[..., 1:])], axis=-1)
-        touched = np.where(k > 0, k + 1, 0)
-        return (self.window_cost * reach * touched + n_before * factor).sum(axis=-1) + probing
+        q = pair * seg
+        per = np.where(k > 0, reach * (self.window_cost + q) + n_before * p * q, 0.0)
+        return per.sum(axis=-1) + probing
 
     def direction_terms(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
         """Per-direction (λ_i C_i, λ_i N_{i,m}) for counts of shape (..., m, m−1)."""
@@ -264,7 +273,8 @@ class ModelArrays:
         factor = p * self.sel * self.seg
         n_part = np.cumprod(factor, axis=-1)
         n_before = np.concatenate([np.ones_like(n_part[..., :1]), n_part[..., :-1]], axis=-1)
-        cost = self._cost(k, factor, n_before, self.seg, self.nmax)
+        pair = self.sel if self.pair is None else self.pair
+        cost = self._cost(k, p, n_before, self.seg, self.nmax, pair)
         return self.lam * cost, self.lam * n_part[..., -1]
 
     def row_terms(self, i: int, rows: IntArray) -> tuple[FloatArray, FloatArray]:
@@ -274,7 +284,8 @@ class ModelArrays:
         factor = p * self.sel[i] * self.seg[i]
         n_part = np.cumprod(factor, axis=-1)
         n_before = np.concatenate([np.ones_like(n_part[..., :1]), n_part[..., :-1]], axis=-1)
-        cost = self._cost(k, factor, n_before, self.seg[i], self.nmax[i])
+        pair = self.sel[i] if self.pair is None else self.pair[i]
+        cost = self._cost(k, p, n_before, self.seg[i], self.nmax[i], pair)
         return self.lam[i] * cost, self.lam[i] * n_part[..., -1]
 
     def fixed_cost(self) -> float:

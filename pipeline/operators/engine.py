@@ -215,7 +215,7 @@ class Engine:
 
     def _to_join(self, tagged: list[Tagged]) -> None:
         if self._batching:  # Alg. 1 and the join over the whole release at once
-            joined, _ = engine_batch.sync_run(self.sync, tagged)
+            joined, _ = engine_batch.sync_run(self.sync, engine_batch.Released.of(tagged))
             engine_batch.join_run(self, joined, self.clock)
             return
         for item in tagged:

@@ -18,13 +18,14 @@ tuple by tuple.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.operators.batchfront import kslack_run, sync_run
+from pipeline.operators.batchfront import Released, kslack_run, sync_run
 from pipeline.operators.batchjoin import DISCARDED, LATE, PROBED, classify, encode_dense
 from pipeline.operators.events import Event
 from pipeline.operators.hooks import ProbePlan
@@ -52,13 +53,28 @@ def join_batchable(eng: Engine) -> bool:
 
 
 def run_events(eng: Engine, events: Sequence[Event]) -> None:
-    """Every event of ``events`` as :meth:`Engine._process_one` would, segment by segment."""
+    """Every event of ``events`` as :meth:`Engine._process_one` would, segment by segment.
+
+    The cyclic garbage collector is paused meanwhile: the batch path allocates plain
+    tuples (buffer entries, results) by the thousand, and each collection would scan the
+    caller's whole heap — the input events included — for cycles none of them can form."""
     n = len(events)
     if n == 0:
         return
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _run_events(eng, events, n)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run_events(eng: Engine, events: Sequence[Event], n: int) -> None:
     arrivals = np.fromiter((e.arrival for e in events), np.int64, n)
     streams = np.fromiter((e.stream for e in events), np.int64, n)
     ts = np.fromiter((e.ts for e in events), np.int64, n)
+    seqs = np.fromiter((e.seq for e in events), np.int64, n)
     reach = np.maximum.accumulate(arrivals)
     i = 0
     while i < n:
@@ -71,7 +87,8 @@ def run_events(eng: Engine, events: Sequence[Event]) -> None:
         seg_clock = np.maximum(reach[i:j], clock0)
         eng.clock = int(seg_clock[-1])
         k = eng.slack.current_k()
-        delays, released, at = kslack_run(eng.kslacks, events[i:j], streams[i:j], ts[i:j], k)
+        delays, released, at = kslack_run(eng.kslacks, events[i:j], streams[i:j], ts[i:j],
+                                          seqs[i:j], k)
         observe = getattr(eng.slack, "observe_arrivals", None)
         if observe is not None:
             observe(streams[i:j], ts[i:j], delays)
@@ -80,54 +97,57 @@ def run_events(eng: Engine, events: Sequence[Event]) -> None:
                                strict=True):
                 eng.slack.observe_arrival(s, t, d)
         eng.stats.inputs += j - i
-        if released:
+        if len(released):
             joined, step = sync_run(eng.sync, released)
             join_run(eng, joined, seg_clock[at[step]])
         i = j
 
 
-def join_run(eng: Engine, items: Sequence[Tagged], nows: I64 | int) -> None:
+def join_run(eng: Engine, items: Released | Sequence[Tagged], nows: I64 | int) -> None:
     """The join step of every released (event, delay) item, in order; ``nows`` is the
     engine clock each was released at."""
     n = len(items)
     if n == 0:
         return
+    rel = items if isinstance(items, Released) else Released.of(items)
     now_arr = np.broadcast_to(np.asarray(nows, np.int64), (n,))
     if not join_batchable(eng):
-        last = eng.clock
-        for (ev, delay), now in zip(items, now_arr.tolist(), strict=True):
-            eng.clock = now
-            eng._join_one(ev, delay)
-        eng.clock = last
+        _one_by_one(eng, rel.items, now_arr)
         return
     for a in range(0, n, MAX_RUN):
-        _join_batch(eng, items[a : a + MAX_RUN], now_arr[a : a + MAX_RUN])
+        _join_batch(eng, rel.slice(a, a + MAX_RUN), now_arr[a : a + MAX_RUN])
 
 
-def _join_batch(eng: Engine, items: Sequence[Tagged], nows: I64) -> None:
+def _one_by_one(eng: Engine, items: Sequence[Tagged], nows: I64) -> None:
+    """:meth:`Engine._join_one` per item, at the clock it was released at."""
+    last = eng.clock
+    for (ev, delay), now in zip(items, nows.tolist(), strict=True):
+        eng.clock = now
+        eng._join_one(ev, delay)
+    eng.clock = last
+
+
+def _join_batch(eng: Engine, rel: Released, nows: I64) -> None:
     """One run through the join: admission, plans, Alg. 2, statistics, cost."""
-    n = len(items)
-    events = [it[0] for it in items]
-    streams = np.fromiter((e.stream for e in events), np.int64, n)
+    n = len(rel)
+    streams, ts, seqs, delays = rel.stream, rel.ts, rel.seq, rel.delay
     now = int(nows[-1])
     if not eng.shedder.admit_run(streams, now):  # type: ignore[attr-defined]
-        last = eng.clock  # admission depends on each cost before: tuple by tuple
-        for (ev, delay), t in zip(items, nows.tolist(), strict=True):
-            eng.clock = t
-            eng._join_one(ev, delay)
-        eng.clock = last
+        _one_by_one(eng, rel.items, nows)  # admission depends on each cost before
         return
-    ts = np.fromiter((e.ts for e in events), np.int64, n)
-    seqs = np.fromiter((e.seq for e in events), np.int64, n)
-    delays = np.fromiter((it[1] for it in items), np.int64, n)
-    feats = encode_dense(eng.config.predicate, [e.attrs for e in events])
+    feats = encode_dense(eng.config.predicate, rel.items, items=True)
     join = eng.join
     outcome, _ = classify(join.join_time, eng.config.windows, streams, ts)
     plans: list[ProbePlan | None] = [None] * n
     if not getattr(eng.shedder, "never_plans", False):
-        plan = eng.shedder.plan
-        for i in np.flatnonzero(outcome == PROBED).tolist():
-            plans[i] = plan(events[i].stream)
+        probing = np.flatnonzero(outcome == PROBED)
+        plan_run = getattr(eng.shedder, "plan_run", None)
+        got = plan_run(streams[probing]) if plan_run is not None else None
+        if got is None:
+            plan = eng.shedder.plan
+            got = [plan(s) for s in streams[probing].tolist()]
+        for i, p in zip(probing.tolist(), got, strict=True):
+            plans[i] = p
     needs_cross = bool(eng.slack.needs_cross)
     out = join.process_batch(streams, ts, seqs, feats, plans, want_cross=needs_cross)
     probed = out.outcome == PROBED

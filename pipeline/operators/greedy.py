@@ -67,11 +67,16 @@ class _Rows:
         self.fixed = arr.fixed_cost()
         self.probe_cost = arr.probe_cost
         self.indexed = arr.indexed
+        self.pq: list[list[list[float]]] = []
         if arr.indexed:  # indexed cost (ours, costmodel docstring)
             kk = np.arange(arr.ytab.shape[2])
-            #: zs[i][j][k] = c_w·t(k); the per-partial term is pa (= a_j)
-            self.zs = [[(arr.window_cost * np.where(kk > 0, kk + 1, 0)).astype(float).tolist()
-                        for _ in range(m - 1)] for _ in range(m)]
+            pair = arr.sel if arr.pair is None else arr.pair
+            q = pair * arr.seg
+            #: zs[i][j][k] = [k > 0]·(c_w + q_j) (times ρ_j); pq[i][j][k] = [k > 0]·P_j(k)·q_j
+            self.zs = [[np.where(kk > 0, arr.window_cost + q[i, j], 0.0).tolist()
+                        for j in range(m - 1)] for i in range(m)]
+            self.pq = [[np.where(kk > 0, arr.ytab[i, j] * q[i, j], 0.0).tolist()
+                        for j in range(m - 1)] for i in range(m)]
 
     def terms(self, i: int, row: list[int]) -> tuple[float, float]:
         """(λ_i C_i, λ_i N_{i,m}) of one count row of direction i."""
@@ -79,8 +84,9 @@ class _Rows:
         c = 0.0
         n = 1.0
         if self.indexed:
+            pq = self.pq[i]
             for j, k in enumerate(row):
-                c += (zs[j][k] if j == 0 else zs[j][k] * -math.expm1(-n)) + n * pa[j][k]
+                c += (zs[j][k] if j == 0 else zs[j][k] * -math.expm1(-n)) + n * pq[j][k]
                 n *= pa[j][k]
         else:
             for j, k in enumerate(row):

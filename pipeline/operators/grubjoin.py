@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.batchjoin import INDEX_WINDOW_COST
 from pipeline.operators.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.costmodel import HarvestModel
 from pipeline.operators.events import Event
@@ -147,7 +148,8 @@ class GrubJoinShedder:
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
         self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY))
-        #: indexed cost model (ours) iff the join runs per-basic-window indexes
+        #: indexed cost model (ours, fitted to the batched indexed probe) iff the join
+        #: runs its sorted indexes
         self.indexed = join.index and getattr(join.predicate, "kind", None) in ("band", "equi")
         self.stats = OnlineStats(config.m, DECAY, per_window=self.indexed)
         #: window share scanned per position by the shredding plan issued last
@@ -187,6 +189,18 @@ class GrubJoinShedder:
         if current is not None and self.share < 1.0 and self.rng.random() >= self.share:
             return ProbePlan(order=current.order, windows=((),) * (self.config.m - 1))
         return current
+
+    def plan_run(self, streams: np.ndarray) -> list[ProbePlan | None] | None:
+        """Ours (the engine's batch path): :meth:`plan` for each direction at once when no
+        draw can pick anything but the plan in force (no shredding, full probe share):
+        the same random draws, one call. None: ask :meth:`plan` tuple by tuple."""
+        if self.config.shedding.shred_rate > 0 or self.share < 1.0:
+            return None
+        self.rng.random(int(streams.shape[0]))  # plan()'s shredding draws, in order
+        current = self.plans
+        if current is None:
+            return [None] * int(streams.shape[0])
+        return [current[s] for s in streams.tolist()]
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
@@ -231,6 +245,7 @@ class GrubJoinShedder:
             model, scores = build_model(rates, self.config.windows,
                                         self.stats.selectivity(seg), score_fn,
                                         sh.tuple_cost, previous, indexed=self.indexed,
+                                        window_cost=INDEX_WINDOW_COST,
                                         probe_cost=sh.probe_cost)
             self.z_model = self._model_fraction(model, z, z_old)
             cap = self._ceiling_fraction(model, reading, float(rates.sum()))

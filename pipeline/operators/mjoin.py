@@ -15,10 +15,7 @@ makes the window condition hold for every pair of members (ARCHITECTURE §4).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -27,14 +24,23 @@ from numpy.typing import NDArray
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.batchjoin import RunOutput, process_run
 from pipeline.operators.hooks import ProbeFeedback, ProbePlan
-from pipeline.operators.predicates import DensePredicate, Predicate
+from pipeline.operators.joinconfig import JoinConfig, JoinOutput, Outcome
+from pipeline.operators.predicates import DensePredicate
+from pipeline.operators.probe_steps import (
+    Found,
+    covered,
+    extend,
+    index_hits,
+    match_partials,
+    rows_selected,
+    scan_hits,
+)
 from pipeline.operators.valueindex import ValueIndex
 from pipeline.operators.windows import (
     BasicWindow,
     Rows,
     StreamWindow,
     logical_spans,
-    row_count,
 )
 
 I64 = NDArray[np.int64]
@@ -44,61 +50,7 @@ SAMPLE_EVERY = 32
 #: a position's chosen logical basic windows: (table over 0..n−1, chosen, runs of
 #: consecutive chosen ones — see windows.logical_spans)
 _Selection = tuple[NDArray[np.bool_], tuple[int, ...], tuple[tuple[int, int], ...]]
-#: one NLJ step's extensions: (partial result each grows, ts, seq, predicate side of the
-#: new member — None at the last position)
-_Found = tuple[I64, I64, I64, Any]
-
-
-class Outcome(Enum):
-    """What Alg. 2 did with a tuple."""
-
-    PROBED = "probed"
-    LATE = "late"
-    DISCARDED = "discarded"
-
-
-@dataclass(frozen=True, slots=True)
-class JoinConfig:
-    """Frozen join configuration: windows W_i (ms), basic window b (ms), predicate."""
-
-    windows: tuple[int, ...]
-    basic_window_ms: int
-    predicate: Predicate
-    #: ours: per-basic-window sorted indexes for band/equi predicates (see windows.py);
-    #: the probe then costs 1 per basic window touched plus k per matching row
-    index: bool = False
-
-    def __post_init__(self) -> None:
-        if len(self.windows) < 2:
-            raise ConfigError(f"join.streams: need at least 2 streams, got {len(self.windows)}")
-        if self.basic_window_ms <= 0:
-            raise ConfigError(f"shedding.basic_window_ms: must be > 0, got {self.basic_window_ms}")
-
-    @property
-    def m(self) -> int:
-        return len(self.windows)
-
-    def n_basic(self, stream: int) -> int:
-        """n_l = ⌈W_l / b⌉ logical basic windows of stream ``stream``."""
-        return max(1, math.ceil(self.windows[stream] / self.basic_window_ms))
-
-
-@dataclass(frozen=True, slots=True)
-class JoinOutput:
-    """Results of one tuple (rows = results, columns = streams in index order)."""
-
-    outcome: Outcome
-    seqs: I64
-    tss: I64
-    cost: int
-    feedback: ProbeFeedback | None = None
-    #: pair predicate evaluations actually performed (≤ cost: rows failing the probing
-    #: tuple are not compared with the partial results)
-    checks: int = 0
-
-    @property
-    def count(self) -> int:
-        return int(self.seqs.shape[0])
+__all__ = ["NEG_INF", "SAMPLE_EVERY", "JoinConfig", "JoinOutput", "MWayJoin", "Outcome"]
 
 
 class MWayJoin:
@@ -263,7 +215,7 @@ class MWayJoin:
             scanned.append(step_scanned)
             if found is None:
                 return self._no_results(stream, ts, order, plan, scanned, cost, entering, checks)
-            k = _extend(pred, stream, l, found, p_ts, p_seq, p_side, pos == last_pos)
+            k = extend(pred, stream, l, found, p_ts, p_seq, p_side, pos == last_pos)
         # one probe's results in lexicographic order of their members' (ts, seq) along
         # the order — the order the batched probe (batchprobe.py) produces too
         rank = np.lexsort([key for l in reversed(order) for key in (p_seq[l], p_ts[l])])
@@ -312,7 +264,7 @@ class MWayJoin:
     def _scan_position(
         self, l: int, ts: int, left: Any, partners: list[Any], k: int,
         selection: _Selection | None, band: tuple[float, float] | None, last: bool,
-    ) -> tuple[_Found | None, int, int]:
+    ) -> tuple[Found | None, int, int]:
         """One NLJ step against W_l: the rows matching the probing tuple (``left``) and,
         for each, the k partial results (``partners`` = their bound streams' sides) it
         also matches. Returns (the extension, or None when nothing matched; tuple
@@ -333,23 +285,23 @@ class MWayJoin:
             if band is not None and bw.misses(band[0], band[1]):
                 scanned += 1  # one index lookup, nothing in range
                 continue
-            if sel is not None and not _covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
-                rows = _rows_selected(sel, ts, bw, rows, b, n_l)
+            if sel is not None and not covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
+                rows = rows_selected(sel, ts, bw, rows, b, n_l)
                 if rows.size == 0:
                     continue
             if band is not None:
-                hit_rows, tested = _index_hits(pred, left, bw, rows, band,
+                hit_rows, tested = index_hits(pred, left, bw, rows, band,
                                                sealed=bw.bid != win.bids[-1])
                 checks += tested
                 scanned += 1 + k * int(hit_rows.size)
             else:
-                hit_rows, tested = _scan_hits(pred, left, bw, rows)
+                hit_rows, tested = scan_hits(pred, left, bw, rows)
                 checks += tested
                 scanned += k * tested  # the NLJ's tuple comparisons (GrubJoin cost)
             if partners:
                 if hit_rows.size == 0:
                     continue
-                pi, qi = _match_partials(pred, partners, bw, hit_rows)
+                pi, qi = match_partials(pred, partners, bw, hit_rows)
                 checks += k * int(hit_rows.size) * len(partners)
                 if pi.size == 0:
                     continue
@@ -450,78 +402,3 @@ class MWayJoin:
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore join snapshot: {exc!r}") from exc
         return join
-
-
-def _covered(sel: NDArray[np.bool_], ts: int, min_ts: int, max_ts: int, b: int,
-             n: int) -> bool:
-    """Whether every logical basic window a stored one spans (ts − t for t in
-    [min_ts, max_ts]) is selected, so its rows need no per-row filter."""
-    first = min((ts - max_ts) // b, n - 1)
-    last = min((ts - min_ts) // b, n - 1)
-    return first >= 0 and bool(sel[first : last + 1].all())
-
-
-def _rows_selected(sel: NDArray[np.bool_], ts: int, bw: BasicWindow, rows: Rows, b: int,
-                   n: int) -> I64:
-    """The rows (None = all) of a stored basic window whose logical basic window
-    min((ts − t) // b, n − 1) is chosen in ``sel`` (GrubJoin §IV harvesting)."""
-    assert not isinstance(rows, slice)  # slices only come from harvested_parts
-    all_ts = bw.ts.view() if rows is None else bw.ts.view()[rows]
-    lbw = np.minimum((ts - all_ts) // b, n - 1)
-    base = np.arange(len(bw)) if rows is None else rows
-    return base[sel[lbw]]
-
-
-def _index_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows,
-                band: tuple[float, float], sealed: bool) -> tuple[I64, int]:
-    """Rows of ``bw`` (among ``rows``; None = all) matching the probing tuple: a sorted-
-    index lookup of ``band``, then the exact predicate on the candidates. Returns (rows,
-    candidates tested)."""
-    cand = bw.range_rows(band[0], band[1], sealed=sealed)
-    assert not isinstance(rows, slice)
-    if rows is not None and cand.size:
-        allowed = np.zeros(len(bw), dtype=bool)
-        allowed[rows] = True
-        cand = cand[allowed[cand]]
-    return cand[pred.match(left, bw.feats, cand)[0]], int(cand.size)
-
-
-def _scan_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows) -> tuple[I64, int]:
-    """Rows of ``bw`` (among ``rows``) matching the probing tuple, by one 1×n predicate
-    test: every member must match it, so only these rows meet the k partial results.
-    Returns (rows, n tested)."""
-    n = row_count(bw, rows)
-    cols = np.flatnonzero(pred.match(left, bw.feats, rows)[0])
-    if rows is None:
-        return cols, n
-    if isinstance(rows, slice):
-        return cols + rows.start, n
-    return rows[cols], n
-
-
-def _match_partials(pred: Any, partners: list[Any], bw: BasicWindow,
-                    rows: I64) -> tuple[I64, I64]:
-    """(partial result, position in ``rows``) pairs where the stored row matches every
-    bound member but the probing tuple (k × |rows| per partner, vectorized)."""
-    mask = pred.match(partners[0], bw.feats, rows)
-    for side in partners[1:]:
-        mask = mask & pred.match(side, bw.feats, rows)
-    pi, qi = np.nonzero(mask)
-    return pi, qi
-
-
-def _extend(pred: Any, stream: int, l: int, found: _Found, p_ts: dict[int, I64],
-            p_seq: dict[int, I64], p_side: dict[int, Any], last: bool) -> int:
-    """Replace the partial results by their extensions with stream ``l`` (``found``:
-    which partial result each extension grows, and l's ts/seq/side); returns their count."""
-    pick, new_ts, new_seq, new_side = found
-    for s in list(p_side):
-        p_ts[s] = p_ts[s][pick]
-        p_seq[s] = p_seq[s][pick]
-        if not last and s != stream:  # the probing tuple's side stays 1 row
-            p_side[s] = pred.take(p_side[s], pick)
-    p_ts[l] = new_ts
-    p_seq[l] = new_seq
-    if not last:
-        p_side[l] = new_side
-    return int(pick.size)

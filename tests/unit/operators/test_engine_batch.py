@@ -9,6 +9,7 @@ wall budget, with a clock that never moves, runs batched).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from pipeline.operators.adwin import Adwin, AdwinConfig
 from pipeline.operators.batchfront import kslack_run, sync_run
 from pipeline.operators.engine import Engine
 from pipeline.operators.events import Event
@@ -36,6 +38,9 @@ CASES = [
     ({"mode": "fixed", "slack_ms": 40, "interval_ms": 200},
      {"mode": "grubjoin", "budget": "wall", "basic_window_ms": 100,
       "adapt_interval_ms": 500, "shred_rate": 0.3}),
+    ({"mode": "quality", "interval_ms": 200, "period_ms": 2000},  # GrubJoin.plan_run
+     {"mode": "grubjoin", "budget": "wall", "basic_window_ms": 100,
+      "adapt_interval_ms": 500, "shred_rate": 0.0}),
     ({"mode": "quality", "interval_ms": 200, "period_ms": 2000},
      {"mode": "grubjoin", "budget": "virtual", "capacity": 3000.0, "basic_window_ms": 100,
       "adapt_interval_ms": 500, "shred_rate": 0.2}),
@@ -60,7 +65,7 @@ def _engine(disorder: dict[str, Any], shedding: dict[str, Any], predicate: str,
     return Engine(cfg, _env())
 
 
-@settings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.generate])
+@settings(max_examples=30, deadline=None, phases=[Phase.explicit, Phase.generate])
 @given(seed=st.integers(0, 10_000), case=st.integers(0, len(CASES) - 1),
        predicate=st.sampled_from(["band", "equi", "distance"]), index=st.booleans())
 def test_process_many_equals_process(seed: int, case: int, predicate: str,
@@ -128,9 +133,12 @@ def test_kslack_and_synchronizer_runs_equal_pushes(seed: int, k: int, m: int) ->
     for part in (events[:split], events[split:]):
         streams = np.array([e.stream for e in part], np.int64)
         ts = np.array([e.ts for e in part], np.int64)
-        _, rel, _ = kslack_run(many, part, streams, ts, k)
+        seqs = np.array([e.seq for e in part], np.int64)
+        _, rel, _ = kslack_run(many, part, streams, ts, seqs, k)
         out, _ = sync_run(sync2, rel)
-        got += out
+        got += out.items
+        assert out.seq.tolist() == [e.seq for e, _ in out.items]
+        assert out.delay.tolist() == [d for _, d in out.items]
     assert [(e.stream, e.seq, d) for e, d in got] == [(e.stream, e.seq, d) for e, d in want]
     for a, b in zip(one, many, strict=True):
         assert sorted(a._heap, key=lambda h: (h[0], h[1])) == b._heap
@@ -155,3 +163,46 @@ def test_flush_and_advance_go_through_the_batch_path(predicate: str) -> None:
     got += [r.id for r in many.advance_to(events[-1].arrival + 5_000)] + [
         r.id for r in many.flush()]
     assert got == want
+
+
+class _LoopAdwin(Adwin):
+    """The cut test as the loop over splits it was before it was vectorized."""
+
+    def _split_differs(self, min_len: int) -> bool:
+        n = self._width
+        total = self._total
+        ln_term = math.log(2.0 * math.log(n) / self.config.delta)
+        var_w = self._var / n
+        n0, s0 = 0, 0.0
+        for level in range(len(self._levels) - 1, -1, -1):
+            size = 1 << level
+            for s, _v in self._levels[level]:
+                n0 += size
+                s0 += s
+                n1 = n - n0
+                if n1 < min_len:
+                    return False
+                if n0 < min_len:
+                    continue
+                m_inv = 1.0 / n0 + 1.0 / n1
+                eps = math.sqrt(2.0 * m_inv * var_w * ln_term) + (
+                    2.0 / 3.0 * m_inv * ln_term * self._range)
+                if abs(s0 / n0 - (total - s0) / n1) > eps:
+                    return True
+        return False
+
+
+@settings(max_examples=40, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(seed=st.integers(0, 10_000), width=st.sampled_from([64, 300, 2000]))
+def test_adwin_add_many_and_vectorized_cut_equal_the_loops(seed: int, width: int) -> None:
+    rng = np.random.default_rng(seed)
+    parts = [rng.exponential(float(rng.choice([1.0, 30.0, 300.0])), int(rng.integers(20, 400)))
+             .round() for _ in range(6)]  # level shifts, so cuts happen
+    values = np.concatenate(parts).tolist()
+    cfg = AdwinConfig(max_width=width)
+    one, many = _LoopAdwin(cfg), Adwin(cfg)
+    dropped_one = sum(one.add(v) for v in values)
+    cut = int(rng.integers(0, len(values)))
+    dropped_many = many.add_many(values[:cut]) + many.add_many(values[cut:])
+    assert dropped_one == dropped_many
+    assert one.snapshot() == many.snapshot()
