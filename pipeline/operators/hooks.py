@@ -27,6 +27,15 @@ the wall clock):
    rows are queued for :meth:`Engine.drain_metrics`. After a slack adaptation the
    engine re-applies the (possibly smaller) K to every K-slack buffer at once.
 
+Optional batch hooks (ours; :mod:`~pipeline.operators.engine_batch`): with them
+:meth:`Engine.process_many` runs K-slack, the Synchronizer and the join a run of tuples
+at a time, with the same outcome as the call sequence above. A K policy sets
+``batch_front = True`` if K changes only in ``maybe_adapt`` and may offer
+``observe_arrivals(streams, ts, delays)`` / ``observe_joins(streams, ts, delays, results,
+cross, late)``; a shedder offers ``admit_run(streams, now) -> bool`` (False, with no side
+effect: admit tuple by tuple) and ``charge_run(costs, now)``, and may offer
+``plan_run(streams)`` (None: call ``plan`` per tuple) or ``never_plans = True``.
+
 Every plug-in is created by ``cls.create(config, env)`` and restored by
 ``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
 :class:`ShedderFactory`) where ``config`` is the frozen
