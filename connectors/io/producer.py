@@ -410,6 +410,7 @@ def publish(
     send_many = session.send_many
     iterator = iter(records)
     index = last_progress = 0
+    closed: ProduceReport | None = None
     try:
         while chunk := list(islice(iterator, _CHUNK)):
             error: SerializationError | None = None
@@ -431,8 +432,12 @@ def publish(
                 raise error
             if index - last_progress >= progress_every:
                 last_progress = _report_progress(on_progress, index, last_progress)
+    except DeliveryError as exc:  # the producer failed: what it did deliver travels along
+        closed = session.close()
+        exc.report = closed  # type: ignore[attr-defined]
+        raise
     finally:
-        report = session.close()
+        report = closed if closed is not None else session.close()
         _report_progress(on_progress, report.sent, last_progress)
     session.raise_if_denied()
     log.info(

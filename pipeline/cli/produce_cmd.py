@@ -38,7 +38,7 @@ from connectors.workloads import (
     parse_model,
 )
 from pipeline.cli.args import float_list, non_negative_int, positive_float, positive_int
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, DeliveryError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
@@ -248,20 +248,28 @@ def _publish(
                 last_log[0] = now  # no live bar (CI, docker): a periodic log line instead
                 log.info("producing", sent=int(done), total=len(workload), rate=rate)
 
-        report = publish(
-            workload.iter_records(),
-            config=config,
-            serde=serde,
-            schema_name=workload.schema,
-            topic_of=_topic_of(topics),
-            key_of=_key_of,
-            pace=pace,
-            on_progress=advance,
-        )
+        try:
+            report = publish(
+                workload.iter_records(),
+                config=config,
+                serde=serde,
+                schema_name=workload.schema,
+                topic_of=_topic_of(topics),
+                key_of=_key_of,
+                pace=pace,
+                on_progress=advance,
+            )
+        except DeliveryError as exc:  # the producer failed outright: say what is lost
+            partial = getattr(exc, "report", None)
+            delivered = partial.delivered if partial is not None else 0
+            raise DeliveryError(f"{len(workload) - delivered} of {len(workload)} records "
+                                f"not delivered: {exc}") from exc
     _print_summary(console, workload, topics, report)
-    if report.failed or report.delivered != report.sent:
+    if report.failed or report.delivered != len(workload):
         for err in report.errors[:5]:
             console.print(f"[red]delivery error:[/red] {err}")
+        console.print(f"[red]{len(workload) - report.delivered} of {len(workload)} records "
+                      "not delivered[/red]")
         return 1
     return 0
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,41 @@ def test_no_broker_fails_within_30_s_and_keeps_the_dump(tmp_path: Path) -> None:
     assert f"127.0.0.1:{port}" in done.stderr
     assert elapsed < 30.0  # the contract of the issue: fail within 30 s, not hang
     assert len(read_jsonl(dump)) == 3 * 40  # written before publishing started
+
+
+def _fake_publish(monkeypatch: pytest.MonkeyPatch, *, delivered: int, raise_after: bool
+                  ) -> None:
+    """``publish`` that sends everything but gets ``delivered`` acknowledged, or fails
+    outright after that many (a fatal producer error)."""
+    from connectors.io import producer
+    from pipeline.core.errors import DeliveryError
+
+    def publish(records: Any, **_: object) -> producer.ProduceReport:
+        sent = len(list(records))
+        report = producer.ProduceReport(sent=sent, delivered=delivered,
+                                        failed=sent - delivered,
+                                        errors=["t: Local: Message timed out"])
+        if raise_after:
+            exc = DeliveryError("the Kafka producer failed: fenced")
+            exc.report = report  # type: ignore[attr-defined]
+            raise exc
+        return report
+
+    monkeypatch.setattr(producer, "publish", publish)
+
+
+def test_undelivered_records_exit_1_naming_how_many(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _fake_publish(monkeypatch, delivered=100, raise_after=False)
+    assert main(["produce", "sensors", "--rate", "20", "--duration", "2", "--fast"]) == 1
+    err = capsys.readouterr().err
+    assert "20 of 120 records not delivered" in err
+    assert "Message timed out" in err
+
+
+def test_a_failed_producer_names_how_many_are_lost(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _fake_publish(monkeypatch, delivered=30, raise_after=True)
+    assert main(["produce", "sensors", "--rate", "20", "--duration", "2", "--fast"]) == 1
+    assert "90 of 120 records not delivered: the Kafka producer failed" in (
+        capsys.readouterr().err)
