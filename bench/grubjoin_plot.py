@@ -86,8 +86,10 @@ def plot_sweeps(p: dict[str, Any], results_dir: Path) -> None:
                    results_dir, f"grubjoin_fig11_{scen}")
     plot_lines(p["kappa_sweep"], "kappa", "method", "Fig. 12: output vs κ_3 (200 tuples/s)",
                results_dir, "grubjoin_fig12_kappa")
-    plot_lines(p["m_sweep"], "m", "method", "Fig. 13: output vs m (100 tuples/s, nonaligned)",
-               results_dir, "grubjoin_fig13_m", logy=True)
+    for scen, suffix in (("nonaligned", ""), ("aligned", "_aligned")):
+        rows = [r for r in p["m_sweep"] if r["scenario"] == scen]
+        plot_lines(rows, "m", "method", f"Fig. 13: output vs m (100 tuples/s, {scen})",
+                   results_dir, f"grubjoin_fig13_m{suffix}", logy=True)
     plot_lines(p["cost_sweep"], "cost_multiplier", "method",
                "Table II: predicate cost multiplier (75 tuples/s)", results_dir,
                "grubjoin_table2_cost")

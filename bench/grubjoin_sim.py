@@ -19,10 +19,8 @@ import numpy as np
 from connectors.workloads import WorkloadSpec, generate_workload
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event
-from pipeline.operators.grubjoin import GrubJoinShedder
 from pipeline.operators.mjoin import MWayJoin, Outcome
-from pipeline.operators.randomdrop import RandomDropShedder
-from pipeline.operators.virtual_cpu import VirtualCpu, VirtualCpuConfig
+from pipeline.operators.registry import shedder_class
 from pipeline.runtime.resolve import resolve_engine, runtime_env
 from pipeline.spec.model import parse_spec
 
@@ -32,6 +30,12 @@ BASIC_MS = 2_000
 Scenario = tuple[tuple[float, ...], tuple[float, ...]]
 ALIGNED: Scenario = ((0.0, 0.0, 0.0, 0.0, 0.0), (2.0, 2.0, 50.0, 2.0, 2.0))
 NONALIGNED: Scenario = ((0.0, 5.0, 15.0, 10.0, 2.5), (2.0, 2.0, 50.0, 2.0, 2.0))
+#: bench method → ``[shedding] mode`` (grubjoin-greedy: solver = greedy; -flat: learn off)
+METHOD_MODES = {"grubjoin": "grubjoin", "grubjoin-greedy": "grubjoin",
+                "grubjoin-flat": "grubjoin", "randomdrop": "randomdrop",
+                "randomdrop-static": "randomdrop-static", "taildrop": "taildrop"}
+#: the baselines every grubjoin point is compared with (ratio_vs_best_baseline)
+BASELINES = ("randomdrop", "randomdrop-static", "taildrop")
 
 
 @dataclass(frozen=True)
@@ -49,13 +53,15 @@ class Timing:
 
 
 def engine_config(m: int, mode: str, capacity: float | None, budget: str = "virtual",
-                  learn: bool = True, index: bool = False) -> EngineConfig:
+                  learn: bool = True, index: bool = False,
+                  solver: str = "auto", tuple_cost: float = 1.0) -> EngineConfig:
     """The paper's setting (w = 20 s, b = 2 s, ε = 1, Δ = 5 s, ω = 0.1, queue 10) for an
     m-way band join on ``value`` with shedding ``mode`` (``off`` = the full join)."""
     shedding: dict[str, Any] = {"mode": mode, "basic_window_ms": BASIC_MS,
                                 "adapt_interval_ms": 5_000, "shred_rate": 0.1, "queue": 10,
                                 "boost": 1.2, "budget": budget, "learn": learn,
-                                "utilization": 0.95, "tuple_cost": 1.0}
+                                "utilization": 0.95, "tuple_cost": tuple_cost,
+                                "solver": solver}
     if capacity is not None and budget == "virtual":
         shedding["capacity"] = capacity
     spec = parse_spec({
@@ -77,28 +83,26 @@ def workload(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, 
 
 def simulate(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, ...],
              method: str, capacity: float, timing: Timing, cost_multiplier: float = 1.0,
-             budget: str = "virtual", speedup: float = 1.0, seed: int = 1) -> dict[str, Any]:
+             budget: str = "virtual", speedup: float = 1.0, seed: int = 1,
+             tuple_cost: float = 1.0) -> dict[str, Any]:
     """One output-rate point: real MWayJoin + shedder, virtual CPU (or wall clock).
 
-    ``method``: grubjoin, grubjoin-flat (no learned time correlation), randomdrop or
-    full, optionally suffixed ``-indexed`` (per-basic-window sorted indexes)."""
+    ``method``: a shedding mode (grubjoin, randomdrop, randomdrop-static, taildrop — the
+    full join behind the bounded input queue), grubjoin-greedy (the paper's greedy
+    solver) or grubjoin-flat (no learned time correlation), optionally suffixed
+    ``-indexed`` (per-basic-window sorted indexes). ``tuple_cost``: cost units charged
+    per admitted tuple besides its comparisons (calibrate with the same value)."""
     total = timing.prefill_s + timing.settle_s + timing.measure_s
     records = workload(m, rate, lags, kappas, total, seed)
     base = method.removesuffix("-indexed")
-    mode = {"grubjoin": "grubjoin", "grubjoin-flat": "grubjoin",
-            "randomdrop": "randomdrop", "full": "off"}[base]
-    cfg = engine_config(m, mode, capacity, budget, learn=base != "grubjoin-flat",
-                        index=method.endswith("-indexed"))
+    mode = METHOD_MODES[base]
+    cfg = engine_config(m, mode, capacity, budget, tuple_cost=tuple_cost,
+                        learn=base != "grubjoin-flat",
+                        index=method.endswith("-indexed"),
+                        solver="greedy" if base == "grubjoin-greedy" else "auto")
     pred = cfg.predicate
     join = MWayJoin(cfg.join_config())
-    shedder: Any
-    if mode == "grubjoin":
-        shedder = GrubJoinShedder.create(cfg, runtime_env(speedup=speedup))
-    elif mode == "randomdrop":
-        shedder = RandomDropShedder.create(cfg, runtime_env(speedup=speedup))
-    else:
-        shedder = None
-    cpu = VirtualCpu(VirtualCpuConfig(capacity, 10)) if shedder is None else None
+    shedder = shedder_class(mode).create(cfg, runtime_env(speedup=speedup))
     prefill_ms = int(timing.prefill_s * 1000)
     measure_from = prefill_ms + int(timing.settle_s * 1000)
     delta = cfg.shedding.adapt_interval_ms
@@ -114,27 +118,17 @@ def simulate(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, 
             join.insert(stream, ts, int(rec["seq"]), enc)
             join.join_time = max(join.join_time, ts)
             continue
-        while shedder is not None and ts >= next_adapt:
+        while ts >= next_adapt:
             shedder.maybe_adapt(next_adapt)
             next_adapt += delta
-        if shedder is not None:
-            ok = shedder.admit(Event(stream, int(rec["seq"]), ts, ts), ts)
-        else:
-            assert cpu is not None
-            ok = cpu.admit(ts)
-        if not ok:
+        if not shedder.admit(Event(stream, int(rec["seq"]), ts, ts), ts):
             continue
         admitted += 1
-        plan = shedder.plan(stream) if shedder is not None else None
+        plan = shedder.plan(stream)
         out = join.process(stream, ts, int(rec["seq"]), enc, plan)
-        if out.outcome is Outcome.PROBED and out.feedback is not None and shedder is not None:
+        if out.outcome is Outcome.PROBED and out.feedback is not None:
             shedder.observe_probe(out.feedback)
-        cost = out.cost * cost_multiplier + cfg.tuple_cost
-        if shedder is not None:
-            shedder.charge(cost, ts)
-        else:
-            assert cpu is not None
-            cpu.charge(cost, ts)
+        shedder.charge(out.cost * cost_multiplier + cfg.tuple_cost, ts)
         comparisons += out.cost
         if ts >= measure_from:
             results += out.count
@@ -143,22 +137,23 @@ def simulate(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, 
 
 
 def simulate_mean(m: int, rate: float, scenario: Scenario, method: str, capacity: float,
-                  timing: Timing, seeds: tuple[int, ...]) -> dict[str, Any]:
+                  timing: Timing, seeds: tuple[int, ...],
+                  cost_multiplier: float = 1.0) -> dict[str, Any]:
     """Mean output rate of :func:`simulate` over workload seeds (ours: single runs are
     noisy — a few expensive probes more or less move a whole adaptation interval)."""
-    runs = [simulate(m, rate, scenario[0], scenario[1], method, capacity, timing, seed=s)
-            for s in seeds]
+    runs = [simulate(m, rate, scenario[0], scenario[1], method, capacity, timing,
+                     cost_multiplier=cost_multiplier, seed=s) for s in seeds]
     return {"output_rate": float(np.mean([r["output_rate"] for r in runs])),
             "per_seed": [round(r["output_rate"], 1) for r in runs],
             "wall_s": float(sum(r["wall_s"] for r in runs))}
 
 
-def calibrate(timing: Timing) -> float:
+def calibrate(timing: Timing, tuple_cost: float = 1.0) -> float:
     """Capacity = cost per second of the full 3-way join at 100 tuples/s per stream, so
     the unshed join saturates there (GrubJoin §VI's calibrated CPU)."""
     records = workload(3, 100.0, ALIGNED[0], ALIGNED[1],
                        timing.prefill_s + timing.measure_s, seed=1)
-    cfg = engine_config(3, "off", None)
+    cfg = engine_config(3, "off", None, tuple_cost=tuple_cost)
     join = MWayJoin(cfg.join_config())
     index = {n: i for i, n in enumerate(cfg.streams)}
     prefill_ms = int(timing.prefill_s * 1000)

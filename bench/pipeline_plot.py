@@ -20,7 +20,7 @@ def plot(rows: list[RunMeasure], results_dir: Path, cap_rate: float) -> None:
     """Write `pipeline.png` (``cap_rate``: the calibrated capacity, tuples/s per stream)."""
     fig, axes = new_figure(ncols=5, nrows=1, size=(21.0, 4.0))
     sensors = [r for r in rows if r.workload == "sensors-nonaligned"]
-    for method in ("off", "grubjoin", "randomdrop"):
+    for method in ("off", "grubjoin", "randomdrop", "randomdrop-static", "taildrop"):
         pts = sorted((r.input_rate, r) for r in sensors if r.method == method)
         xs = [x for x, _ in pts]
         axes[0].plot(xs, [r.output_rate for _, r in pts], marker="o", label=method)

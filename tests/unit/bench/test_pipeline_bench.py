@@ -82,3 +82,22 @@ def test_timeline_plot_drops_only_trailing_partial_buckets(true: list[float],
     t_s, ours = full_buckets(timeline)
     assert len(t_s) == len(ours) == kept
     assert ours == true[:kept]
+
+
+def test_pipeline_best_baseline_must_meet_the_latency_bound() -> None:
+    from dataclasses import replace
+
+    from bench.pipeline import compare_rows
+
+    def run_of(method: str, out: float, p99: float | None) -> RunMeasure:
+        return replace(_run(method, None, ""), output_rate=out, p99_ms=p99)
+
+    rows = [run_of("grubjoin", 300.0, 15_000.0), run_of("randomdrop", 50.0, 16_000.0),
+            run_of("randomdrop-static", 100.0, 20_000.0),
+            run_of("taildrop", 200.0, 90_000.0), run_of("off", 400.0, 300_000.0)]
+    table = compare_rows(rows, bound_ms=24_000.0)
+    gj = next(r for r in table if r["method"] == "grubjoin")
+    assert gj["ratio_vs"] == {"randomdrop": 6.0, "randomdrop-static": 3.0, "taildrop": 1.5}
+    assert gj["best_baseline"] == "randomdrop-static"  # taildrop is over the bound
+    assert gj["ratio_vs_best_baseline"] == 3.0
+    assert "ratio_vs" not in next(r for r in table if r["method"] == "off")
