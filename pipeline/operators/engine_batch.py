@@ -11,9 +11,13 @@ plans, results, costs, feedback and statistics as :meth:`Engine._join_one` per t
 
 Plug-ins opt in (hooks.py): a K policy whose K changes only in ``maybe_adapt`` sets
 ``batch_front = True``; a shedder that can admit a whole run (no queue that depends on
-the previous tuple's cost) implements ``admit_run``/``charge_run``. Otherwise, and for
-non-dense predicates or a join subclass (the memory-bounded one), the same steps run
-tuple by tuple.
+the previous tuple's cost) implements ``admit_run``/``charge_run``; a shedder that drops
+some tuples of a run (random drops, a queue bounded in wall-clock waiting time)
+implements ``admit_some(streams, nows)`` → the mask of admitted tuples (None: tuple by
+tuple) and ``charge_some(costs, nows)`` for the admitted ones: the dropped tuples leave
+the run before the join, exactly as a False ``admit`` leaves it tuple by tuple.
+Otherwise, and for non-dense predicates or a join subclass (the memory-bounded one), the
+same steps run tuple by tuple.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def front_batchable(eng: Engine) -> bool:
 def join_batchable(eng: Engine) -> bool:
     """Whether released runs may be joined at once."""
     return (type(eng.join) is MWayJoin and isinstance(eng.config.predicate, DensePredicate)
-            and hasattr(eng.shedder, "admit_run"))
+            and (hasattr(eng.shedder, "admit_run") or hasattr(eng.shedder, "admit_some")))
 
 
 def run_events(eng: Engine, events: Sequence[Event]) -> None:
@@ -129,12 +133,24 @@ def _one_by_one(eng: Engine, items: Sequence[Tagged], nows: I64) -> None:
 
 def _join_batch(eng: Engine, rel: Released, nows: I64) -> None:
     """One run through the join: admission, plans, Alg. 2, statistics, cost."""
-    n = len(rel)
-    streams, ts, seqs, delays = rel.stream, rel.ts, rel.seq, rel.delay
     now = int(nows[-1])
-    if not eng.shedder.admit_run(streams, now):  # type: ignore[attr-defined]
+    admit_some = getattr(eng.shedder, "admit_some", None)
+    if admit_some is not None:
+        kept = admit_some(rel.stream, nows)
+        if kept is None:
+            _one_by_one(eng, rel.items, nows)  # admission depends on each cost before
+            return
+        if not kept.all():  # dropped before the join: not inserted, not charged
+            eng.stats.dropped += int(kept.shape[0] - np.count_nonzero(kept))
+            at = np.flatnonzero(kept)
+            if at.shape[0] == 0:
+                return
+            rel, nows = rel.take(at), nows[at]
+    elif not eng.shedder.admit_run(rel.stream, now):  # type: ignore[attr-defined]
         _one_by_one(eng, rel.items, nows)  # admission depends on each cost before
         return
+    n = len(rel)
+    streams, ts, seqs, delays = rel.stream, rel.ts, rel.seq, rel.delay
     feats = encode_dense(eng.config.predicate, rel.items, items=True)
     join = eng.join
     outcome, _ = classify(join.join_time, eng.config.windows, streams, ts)
@@ -167,7 +183,10 @@ def _join_batch(eng: Engine, rel: Released, nows: I64) -> None:
     cfg = eng.config
     costs = out.cost.astype(np.float64) + cfg.tuple_cost + np.where(
         out.cost > 0, cfg.probe_cost, 0.0)
-    eng.shedder.charge_run(costs, now)  # type: ignore[attr-defined]
+    if admit_some is not None:
+        eng.shedder.charge_some(costs, nows)  # type: ignore[attr-defined]
+    else:
+        eng.shedder.charge_run(costs, now)  # type: ignore[attr-defined]
     stats = eng.stats
     stats.late += int(np.count_nonzero(out.outcome == LATE))
     stats.discarded += int(np.count_nonzero(out.outcome == DISCARDED))

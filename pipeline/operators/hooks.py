@@ -33,8 +33,11 @@ at a time, with the same outcome as the call sequence above. A K policy sets
 ``batch_front = True`` if K changes only in ``maybe_adapt`` and may offer
 ``observe_arrivals(streams, ts, delays)`` / ``observe_joins(streams, ts, delays, results,
 cross, late)``; a shedder offers ``admit_run(streams, now) -> bool`` (False, with no side
-effect: admit tuple by tuple) and ``charge_run(costs, now)``, and may offer
-``plan_run(streams)`` (None: call ``plan`` per tuple) or ``never_plans = True``.
+effect: admit tuple by tuple) and ``charge_run(costs, now)`` — or, if it drops some tuples
+of a run (the drop baselines), ``admit_some(streams, nows)`` → the admitted mask (None,
+with no side effect: tuple by tuple) and ``charge_some(costs, nows)`` for the admitted
+ones — and may offer ``plan_run(streams)`` (None: call ``plan`` per tuple) or
+``never_plans = True``.
 
 Every plug-in is created by ``cls.create(config, env)`` and restored by
 ``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,

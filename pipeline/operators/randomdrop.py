@@ -14,6 +14,12 @@ Lagrange condition x_i·∂C/∂x_i equal for all i; :func:`keep_probabilities` 
 x_i ← x_i·(mean_g / g_i)^a on g_i = x_i·∂C/∂x_i, each time rescaling all x by a
 common factor (bisection on the monotone C) so the budget holds exactly; the step
 exponent a starts at 1/2 and is halved whenever a step does not increase Π x_i.
+
+Two random streams from ``seed``: the keep draws (one ``rng.random()`` per arriving
+tuple) and the feedback probes' draws (share ω, join order). Kept apart, the engine's
+batch path (ours; wall budget only) draws a run's keep decisions at once —
+``rng.random(n)`` gives the same numbers as n single draws — and the plans tuple by tuple
+afterwards, with the same decisions as tuple by tuple.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.costmodel import FloatArray, HarvestModel
@@ -28,7 +35,7 @@ from pipeline.operators.events import Event
 from pipeline.operators.harvest import OnlineStats, build_model
 from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
 from pipeline.operators.throttle import Throttle, ThrottleConfig
-from pipeline.operators.virtual_cpu import make_budget, restore_budget
+from pipeline.operators.virtual_cpu import WallBudget, make_budget, restore_budget
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
@@ -113,6 +120,8 @@ class RandomDropShedder:
         self.throttle = Throttle(ThrottleConfig(boost=sh.boost))
         self.stats = OnlineStats(config.m, DECAY)
         self.rng = np.random.default_rng(sh.seed)
+        #: the feedback probes' draws (share ω, join order): a stream of their own
+        self.plan_rng = np.random.default_rng([sh.seed, 1])
         self.keep = np.ones(config.m)
         self.random_drops = 0
 
@@ -130,14 +139,33 @@ class RandomDropShedder:
 
     def plan(self, direction: int) -> ProbePlan | None:
         """Full scans; a fraction ω reports feedback, in a random order (σ of all pairs)."""
-        if self.rng.random() >= self.config.shedding.shred_rate:
+        if self.plan_rng.random() >= self.config.shedding.shred_rate:
             return None
         others = [j for j in range(self.config.m) if j != direction]
-        order = tuple(int(v) for v in self.rng.permutation(others))
+        order = tuple(int(v) for v in self.plan_rng.permutation(others))
         return ProbePlan(order=order, feedback=True)
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
+
+    def admit_some(self, streams: NDArray[np.int64],
+                   nows: NDArray[np.int64]) -> NDArray[np.bool_] | None:
+        """The engine's batch path (wall budget): the run's keep draws at once; None on
+        the virtual CPU (its queue depends on each previous tuple's cost)."""
+        if type(self.budget) is not WallBudget:
+            return None
+        self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
+        kept = self.rng.random(streams.shape[0]) < self.keep[streams]
+        n_kept = int(np.count_nonzero(kept))
+        self.random_drops += int(kept.shape[0]) - n_kept
+        if n_kept:
+            self.budget.admit_run(n_kept)
+        return kept
+
+    def charge_some(self, costs: NDArray[np.float64], nows: NDArray[np.int64]) -> None:
+        """The tuples admitted by :meth:`admit_some` cost ``costs``."""
+        assert isinstance(self.budget, WallBudget)
+        self.budget.charge_run(costs.tolist())
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         self.stats.observe_probe(feedback)
@@ -176,6 +204,7 @@ class RandomDropShedder:
             "throttle": self.throttle.snapshot(),
             "stats": self.stats.snapshot(),
             "rng": self.rng.bit_generator.state,
+            "plan_rng": self.plan_rng.bit_generator.state,
             "keep": self.keep.tolist(),
             "random_drops": self.random_drops,
         }
@@ -191,6 +220,8 @@ class RandomDropShedder:
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"])
             obj.rng.bit_generator.state = snap["rng"]
+            if "plan_rng" in snap:  # (older snapshots: one stream; a fresh plan stream)
+                obj.plan_rng.bit_generator.state = snap["plan_rng"]
             obj.keep = np.asarray(snap["keep"], dtype=np.float64)
             obj.random_drops = int(snap["random_drops"])
         except (KeyError, TypeError, ValueError) as exc:

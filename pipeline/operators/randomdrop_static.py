@@ -54,6 +54,16 @@ which nothing is dropped at random (only the bounded queue drops):
   tuple's measured seconds on its comparisons, and the batch time spent outside
   admit→charge (Spark: K-slack, synchronizer, results) is added to a, per admitted
   tuple. Costs are then expressed in comparisons: c_t' = a/b per tuple, B' = B/b.
+  The fit is over timed units — a tuple, or a whole run on the engine's batch path
+  (one clock reading per run): seconds_r = a·n_r + b·X_r for n_r tuples with X_r
+  comparisons, least squares without intercept; with n_r = 1 these are the normal
+  equations of the per-tuple line fit.
+
+**The batch path** (ours; :mod:`~pipeline.operators.engine_batch`), wall clock only: the
+keep draws of a run are ``rng.random(n)`` — the same numbers, in the same order, as one
+``rng.random()`` per tuple (the warm-up draws only join orders, in :meth:`plan`, and no
+keep draws; afterwards only keep draws) — and the kept tuples go through the queue as in
+:func:`~pipeline.operators.taildrop.queue_admit_run`.
 """
 
 from __future__ import annotations
@@ -61,6 +71,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.costmodel import FloatArray, HarvestModel
@@ -68,7 +79,12 @@ from pipeline.operators.events import Event
 from pipeline.operators.harvest import OnlineStats, build_model
 from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
 from pipeline.operators.randomdrop import thinned_cost
-from pipeline.operators.taildrop import queue_budget, queue_row
+from pipeline.operators.taildrop import (
+    queue_admit_run,
+    queue_budget,
+    queue_charge_run,
+    queue_row,
+)
 from pipeline.operators.virtual_cpu import VirtualCpu, WallQueue, restore_queue_budget
 
 if TYPE_CHECKING:
@@ -109,6 +125,18 @@ def uniform_keep(model: HarvestModel, budget: float, tol: float = 1e-9) -> float
     return lo
 
 
+def _fit_sums(saved: Any) -> FloatArray:
+    """The wall fit's sums from a snapshot; a per-tuple fit's five (n, Σx, Σy, Σx², Σxy)
+    of an older snapshot are the eight with n_r = 1."""
+    fit = np.asarray(saved, dtype=np.float64)
+    if fit.shape == (5,):
+        n, sx, sy, sxx, sxy = fit
+        return np.array([n, sx, sy, n, sx, sxx, sy, sxy])
+    if fit.shape != (8,):
+        raise ValueError(f"fit: expected 8 sums, got shape {fit.shape}")
+    return fit
+
+
 def _whole_window(i: int, l: int) -> FloatArray:
     return np.ones(1)
 
@@ -127,12 +155,18 @@ class StaticRandomDropShedder:
         self.keep: FloatArray | None = None  # None: warming up
         self.start: int | None = None
         self.arrivals = np.zeros(config.m, dtype=np.int64)
-        #: warm-up sums: feedback (units, comparisons) for μ; per tuple n, Σx, Σy, Σx², Σxy
-        #: of (comparisons, seconds) for the wall fit; batch time spent
+        #: warm-up sums: feedback (units, comparisons) for μ; per timed unit r (a tuple or
+        #: a run) of n_r tuples, X_r comparisons, y_r seconds: Σn, ΣX, Σy, Σn², ΣnX, ΣX²,
+        #: Σny, ΣXy for the wall fit; batch time spent
         self.units = np.zeros(2, dtype=np.float64)
-        self.fit = np.zeros(5, dtype=np.float64)
+        self.fit = np.zeros(8, dtype=np.float64)
         self.spent = 0.0
         self.pending: int | None = None  # comparisons of the feedback probe charged next
+        #: the batch path: comparisons of the run's feedback probes, in order
+        self.pending_run: list[int] = []
+        #: the batch path's predicted modelled ms per admitted tuple (taildrop)
+        self.service_ms = 0.0
+        self.last_before = 0.0  # the queue's last arrival before the run being joined
         self.random_drops = 0
         self.fixed: dict[str, Any] | None = None
 
@@ -163,6 +197,8 @@ class StaticRandomDropShedder:
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
+        if self.pending_run:
+            self.pending_run = []  # (the batch path's list; per tuple, ``pending`` is used)
         if self.keep is not None:
             return
         sh = self.config.shedding
@@ -173,11 +209,54 @@ class StaticRandomDropShedder:
             x = float(pending) if pending is not None else (
                 max(0.0, cost - sh.tuple_cost - sh.probe_cost) if cost > sh.tuple_cost else 0.0)
             y = self.budget.last_took
-            self.fit += (1.0, x, y, x * x, x * y)
+            self.fit += (1.0, x, y, 1.0, x, x * x, y, x * y)
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         self.stats.observe_probe(feedback)
         self.pending = int(feedback.cost)
+        self.pending_run.append(self.pending)
+
+    # ------------------------------------------------------------------ per run
+    def admit_some(self, streams: NDArray[np.int64],
+                   nows: NDArray[np.int64]) -> NDArray[np.bool_] | None:
+        """The engine's batch path (module docstring): the admitted tuples of a run; None
+        on the virtual CPU (its queue depends on each previous tuple's cost)."""
+        if not isinstance(self.budget, WallQueue):
+            return None
+        self.pending_run = []
+        offered: NDArray[np.bool_] | None = None
+        if self.keep is None:
+            if self.start is None:
+                self.start = int(nows[0])
+            counts = np.bincount(streams, minlength=self.config.m)
+            self.arrivals += counts
+            self.stats.arrivals += counts
+        else:
+            offered = self.rng.random(streams.shape[0]) < self.keep[streams]
+            self.random_drops += int(offered.shape[0] - np.count_nonzero(offered))
+        self.last_before = self.budget.last_now
+        return queue_admit_run(self.budget, nows, self.service_ms, offered)
+
+    def charge_some(self, costs: NDArray[np.float64], nows: NDArray[np.int64]) -> None:
+        """The tuples admitted by :meth:`admit_some` cost ``costs``; during the warm-up
+        the run is one observation of the wall fit and its feedback probes' comparisons
+        feed μ as :meth:`charge` does per tuple."""
+        assert isinstance(self.budget, WallQueue)
+        self.service_ms = queue_charge_run(self.budget, costs, nows, self.last_before)
+        pending, self.pending_run = self.pending_run, []
+        self.pending = None
+        if self.keep is not None or costs.shape[0] == 0:
+            return
+        sh = self.config.shedding
+        fixed = sh.tuple_cost + sh.probe_cost
+        xs = [max(0.0, c - fixed) if c > sh.tuple_cost else 0.0 for c in costs.tolist()]
+        probes = iter([p for p in pending if p > 0])
+        for c, x in zip(costs.tolist(), xs, strict=True):
+            if c > sh.tuple_cost:  # a probe that compared: its feedback is next in order
+                self.units += (x, float(next(probes, 0)))
+        n, big_x = float(costs.shape[0]), float(sum(xs))
+        y = self.budget.last_took * n
+        self.fit += (n, big_x, y, n * n, n * big_x, big_x * big_x, n * y, big_x * y)
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
@@ -209,10 +288,11 @@ class StaticRandomDropShedder:
             mu = mu if mu > 0 else 1.0
             capacity = float(sh.capacity or 0.0)
             return (sh.tuple_cost + sh.probe_cost) / mu, sh.utilization * capacity / mu
-        n, sx, sy, sxx, sxy = (float(v) for v in self.fit)
-        var = n * sxx - sx * sx
-        b = (n * sxy - sx * sy) / var if n >= 2 and var > 1e-12 * max(1.0, sxx * n) else 0.0
-        a = (sy - b * sx) / n if n > 0 else 0.0
+        n, sx, sy, snn, snx, sxx, sny, sxy = (float(v) for v in self.fit)
+        det = snn * sxx - snx * snx
+        b = ((snn * sxy - snx * sny) / det
+             if n >= 2 and det > 1e-12 * max(1.0, sxx * snn) else 0.0)
+        a = (sny - b * snx) / snn if snn > 0 else 0.0
         if b <= 0.0 or a < 0.0:  # no usable fit: seconds proportional to comparisons + c_t
             units = sx + n * (sh.tuple_cost + sh.probe_cost)
             b = sy / units if units > 0 else 1e-9
@@ -260,6 +340,7 @@ class StaticRandomDropShedder:
             "spent": self.spent,
             "pending": self.pending,
             "random_drops": self.random_drops,
+            "service_ms": self.service_ms,
             "fixed": None if self.fixed is None else dict(self.fixed),
         }
 
@@ -279,11 +360,12 @@ class StaticRandomDropShedder:
             obj.start = None if start is None else int(start)
             obj.arrivals = np.asarray(snap["arrivals"], dtype=np.int64)
             obj.units = np.asarray(snap["units"], dtype=np.float64)
-            obj.fit = np.asarray(snap["fit"], dtype=np.float64)
+            obj.fit = _fit_sums(snap["fit"])
             obj.spent = float(snap["spent"])
             pending = snap["pending"]
             obj.pending = None if pending is None else int(pending)
             obj.random_drops = int(snap["random_drops"])
+            obj.service_ms = float(snap.get("service_ms", 0.0))
             fixed = snap["fixed"]
             obj.fixed = None if fixed is None else dict(fixed)
         except (KeyError, TypeError, ValueError) as exc:

@@ -11,11 +11,27 @@ when a finite input buffer overflows).
 * wall clock (Spark): the queue is bounded in waiting time, ``queue_ms`` of modelled
   backlog (default Δ), :class:`~pipeline.operators.virtual_cpu.WallQueue`: the job drops
   instead of falling behind its input.
+
+**The batch path** (ours; :mod:`~pipeline.operators.engine_batch`): on the wall clock the
+engine hands a whole released run to :meth:`TailDropShedder.admit_some`, which plays
+:meth:`WallQueue.admit` for each tuple in order (:func:`queue_admit_run`), and joins the
+admitted ones at once; :func:`queue_charge_run` then serves them as
+:meth:`WallQueue.charge` would, each with an equal share of the run's measured seconds
+(one clock reading covers the run). While a run is being admitted its own service times
+are not measured yet, so each admitted tuple is predicted to take ``service_ms`` (the
+modelled time per tuple of the previous run): a run that would overflow the queue drops
+its tail, as tuple by tuple. With a clock that does not move inside a call the decisions
+and the state equal the per-tuple path's exactly (tests/unit/operators/
+test_drop_batch.py). The virtual CPU's queue depends on each previous tuple's cost in
+cost units, so there the engine admits tuple by tuple.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.events import Event
@@ -52,12 +68,81 @@ def queue_row(reading: BudgetReading, budget: Any) -> dict[str, Any]:
     return row
 
 
+def queue_admit_run(q: WallQueue, nows: NDArray[np.int64], service_ms: float,
+                    offered: NDArray[np.bool_] | None = None) -> NDArray[np.bool_]:
+    """:meth:`WallQueue.admit` for each tuple of a run in order (those ``offered``; the
+    rest never reach the queue, e.g. dropped at random), each admitted one predicted to
+    keep the server busy ``service_ms`` more; returns the admitted mask. The queue's
+    counters move as tuple by tuple; ``busy_until`` moves in :func:`queue_charge_run`."""
+    n = nows.shape[0]
+    kept = np.zeros(n, dtype=bool)
+    bound = q.queue_config.bound_ms
+    busy, last = q.busy_until, q.last_now
+    pushed = dropped = admitted = overflows = 0
+    last_dropped = q.last_dropped
+    at = range(n) if offered is None else np.flatnonzero(offered).tolist()
+    now_list = nows.tolist()
+    for k in at:
+        now = now_list[k]
+        pushed += 1
+        last = max(last, float(now))
+        if busy - now > bound:
+            dropped += 1
+            if not last_dropped:
+                overflows += 1
+                last_dropped = True
+            continue
+        last_dropped = False
+        admitted += 1
+        kept[k] = True
+        busy = max(busy, last) + service_ms
+    q.pushed += pushed
+    q.dropped += dropped
+    q.admitted += admitted
+    q.overflows += overflows
+    q.last_dropped = last_dropped
+    q.last_now = last
+    if admitted:
+        q.started = q.clock()
+    return kept
+
+
+def queue_charge_run(q: WallQueue, costs: NDArray[np.float64], nows: NDArray[np.int64],
+                     last_before: float) -> float:
+    """:meth:`WallQueue.charge` for each tuple admitted by :func:`queue_admit_run` (at
+    ``nows``; ``last_before`` = the queue's ``last_now`` before that call), the run's
+    measured seconds shared equally; returns the modelled ms per tuple (the next run's
+    ``service_ms``). A tuple dropped between two admitted ones changes nothing here: it
+    found the server busy beyond its own arrival."""
+    n = costs.shape[0]
+    if n == 0:
+        return 0.0
+    took = max(0.0, q.clock() - q.started)
+    q.spent += took
+    q.timed_total += took
+    for c in costs.tolist():
+        q.cost += c
+    share = took / n
+    q.last_took = share
+    cfg = q.queue_config
+    serve = share * 1000.0 * cfg.speedup / cfg.utilization * q.stretch
+    busy, last = q.busy_until, last_before
+    for now in nows.tolist():
+        last = max(last, float(now))
+        busy = max(busy, last) + serve
+    q.busy_until, q.last_now = busy, max(q.last_now, last)
+    return serve
+
+
 class TailDropShedder:
     """``[shedding] mode = "taildrop"``: admit while the input queue has room, scan fully."""
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
         self.config = config
         self.budget = queue_budget(config.shedding, env)
+        #: the batch path's predicted modelled ms per admitted tuple (module docstring)
+        self.service_ms = 0.0
+        self.last_before = 0.0  # the queue's last arrival before the run being joined
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> TailDropShedder:
@@ -73,6 +158,20 @@ class TailDropShedder:
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
 
+    def admit_some(self, streams: NDArray[np.int64],
+                   nows: NDArray[np.int64]) -> NDArray[np.bool_] | None:
+        """The engine's batch path: the admitted tuples of a run (wall clock; None on
+        the virtual CPU, whose queue depends on each previous tuple's cost)."""
+        if not isinstance(self.budget, WallQueue):
+            return None
+        self.last_before = self.budget.last_now
+        return queue_admit_run(self.budget, nows, self.service_ms)
+
+    def charge_some(self, costs: NDArray[np.float64], nows: NDArray[np.int64]) -> None:
+        """The tuples admitted by :meth:`admit_some` cost ``costs``."""
+        assert isinstance(self.budget, WallQueue)
+        self.service_ms = queue_charge_run(self.budget, costs, nows, self.last_before)
+
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         return None
 
@@ -82,7 +181,8 @@ class TailDropShedder:
         return {"time": now, "mode": "taildrop", **queue_row(reading, self.budget)}
 
     def snapshot(self) -> dict[str, Any]:
-        return {"mode": "taildrop", "budget": self.budget.snapshot()}
+        return {"mode": "taildrop", "budget": self.budget.snapshot(),
+                "service_ms": self.service_ms}
 
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
@@ -92,6 +192,7 @@ class TailDropShedder:
         obj = cls(config, env)
         try:
             obj.budget = restore_queue_budget(obj.budget, snap["budget"])
-        except (KeyError, TypeError) as exc:
+            obj.service_ms = float(snap.get("service_ms", 0.0))
+        except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore taildrop shedder: {exc!r}") from exc
         return obj
