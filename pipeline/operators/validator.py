@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import ConfigError, OperatorStateError, SerializationError
+from pipeline.operators import validator_fast
 from pipeline.operators.events import Event
 from pipeline.operators.predicates import DenseStore
 
@@ -299,28 +300,40 @@ class InputValidator:
         only now and then, as with aligned tuple routing); the bootstrap's held tuples
         were observed to define the first clock, which then keeps the accepted ones."""
         held: Held = lookup([ev for ev, _ in items]) if lookup is not None and items else {}
+        if not bootstrap and len(items) >= validator_fast.MIN_BATCH:
+            validator_fast.judge_batch(  # the same verdicts and state, as arrays
+                self, items, held, out,
+                lambda j, batch: self._judge_one(items[j], held, batch, out, False))
+            return
         batch: dict[tuple[int, int], tuple[int, Any]] = {}
         first = len(out.accepted)
-        for ev, info in items:
-            reason, future = self._verdict(ev)
-            if reason is None:
-                dup, reason = self._duplicate(ev, batch, held)
-                if dup:
-                    out.duplicates += 1
-                    self.counts["duplicates"] += 1
-                    continue
-            if reason is not None:
-                out.rejected.append(Rejected(ev, info, reason))
-                if future and not bootstrap:
-                    self._future(ev)
-                continue
-            batch[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
-            out.accepted.append((ev, info))
-            if not bootstrap:
-                self._observe(ev)
-                self.pending[ev.stream].clear()
+        for item in items:
+            self._judge_one(item, held, batch, out, bootstrap)
         if bootstrap:
             self._reset_clocks(out.accepted[first:])
+
+    def _judge_one(self, item: tuple[Event, Any], held: Held,
+                   batch: dict[tuple[int, int], tuple[int, Any]], out: Admission,
+                   bootstrap: bool) -> None:
+        """One tuple of :meth:`_judge` (``batch``: this call's accepted tuples)."""
+        ev, info = item
+        reason, future = self._verdict(ev)
+        if reason is None:
+            dup, reason = self._duplicate(ev, batch, held)
+            if dup:
+                out.duplicates += 1
+                self.counts["duplicates"] += 1
+                return
+        if reason is not None:
+            out.rejected.append(Rejected(ev, info, reason))
+            if future and not bootstrap:
+                self._future(ev)
+            return
+        batch[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+        out.accepted.append((ev, info))
+        if not bootstrap:
+            self._observe(ev)
+            self.pending[ev.stream].clear()
 
     def observe_reference(self, arrival_ms: int) -> None:
         """Stream time seen elsewhere: with aligned tuple routing an instance gets the
