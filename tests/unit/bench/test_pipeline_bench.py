@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.pipeline import backlog_grows, run
+from bench.pipeline import run
 from bench.pipeline_measure import RunMeasure
 from bench.pipeline_plot import full_buckets
+from bench.pipeline_report import backlog_grows
 from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.settings import Settings
 
@@ -87,7 +88,7 @@ def test_timeline_plot_drops_only_trailing_partial_buckets(true: list[float],
 def test_pipeline_best_baseline_must_meet_the_latency_bound() -> None:
     from dataclasses import replace
 
-    from bench.pipeline import compare_rows
+    from bench.pipeline_report import compare_rows
 
     def run_of(method: str, out: float, p99: float | None) -> RunMeasure:
         return replace(_run(method, None, ""), output_rate=out, p99_ms=p99)
@@ -101,3 +102,41 @@ def test_pipeline_best_baseline_must_meet_the_latency_bound() -> None:
     assert gj["best_baseline"] == "randomdrop-static"  # taildrop is over the bound
     assert gj["ratio_vs_best_baseline"] == 3.0
     assert "ratio_vs" not in next(r for r in table if r["method"] == "off")
+
+
+def test_missed_targets_say_why() -> None:
+    from dataclasses import replace
+
+    from bench.pipeline_report import compare_rows, judge_targets
+
+    gj = replace(_run("grubjoin", -50.0, "idle for 10 s"), output_rate=150.0,
+                 p99_ms=30_000.0)
+    td = replace(_run("taildrop", None, ""), output_rate=200.0, p99_ms=14_000.0)
+    rd = replace(_run("randomdrop", None, ""), output_rate=100.0, p99_ms=14_000.0)
+    off = replace(_run("off", 5.0, "idle for 10 s"), output_rate=400.0, p99_ms=300_000.0)
+    row = next(r for r in compare_rows([gj, td, rd, off], bound_ms=24_000.0)
+               if r["method"] == "grubjoin")
+    targets, why = judge_targets(gj, row, off, rd, 24_000.0)
+    assert targets == {"p99<=3x_trigger": False, "off_latency_grows": False,
+                       "grubjoin>=2x_randomdrop": False, "grubjoin>best_baseline": False}
+    assert why["p99<=3x_trigger"] == "grubjoin p99 30000 ms > 24000 ms"
+    assert why["grubjoin>=2x_randomdrop"].startswith("1.50x: grubjoin 150 vs randomdrop 100")
+    assert why["grubjoin>best_baseline"].startswith(
+        "0.75x: the best baseline (taildrop) gives 200 vs grubjoin 150 results/s")
+    assert "off staleness trend 5 ms/s" in why["off_latency_grows"]
+    met, none = judge_targets(replace(gj, p99_ms=10_000.0, output_rate=450.0), {
+        **row, "ratio_vs_best_baseline": 2.25}, replace(off, stopped="deadline"), rd,
+        24_000.0)
+    assert all(met.values()) and none == {}
+
+
+def test_the_full_sweep_compares_shedders_at_every_rate_and_says_so() -> None:
+    from bench.pipeline import METHODS, QUICK_SWEEP, SWEEP
+    from bench.pipeline_report import BASELINES, sweep_note
+
+    assert QUICK_SWEEP == {2.0: METHODS} and set(SWEEP[2.0]) == set(METHODS)
+    for methods in SWEEP.values():
+        assert "grubjoin" in methods and len(set(methods) & set(BASELINES)) >= 2
+    note = sweep_note(False, SWEEP)
+    assert note.startswith("full sweep") and "1× capacity: grubjoin" in note
+    assert sweep_note(True, QUICK_SWEEP).startswith("quick sweep")
