@@ -17,7 +17,9 @@
 ``--only optimality,config_time,sweeps,index_effect`` runs a subset (default: all) — or
 single sweeps, e.g. ``--only kappa_sweep,cost_sweep`` — and merges its keys into the
 existing grubjoin.json, regenerating only the affected PNGs
-(:mod:`bench.grubjoin_plot`); ratios and targets: :mod:`bench.grubjoin_targets`.
+(:mod:`bench.grubjoin_plot`); ``--only figures`` runs nothing and derives the ratios,
+``figures`` and targets (with ``targets_missed_why``) again from the JSON's rows; ratios
+and targets: :mod:`bench.grubjoin_targets`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from bench.grubjoin_plot import figures
 from bench.grubjoin_solvers import config_time, optimality
 from bench.grubjoin_sweeps import SWEEPS, sweeps
 from bench.grubjoin_targets import figures as paper_figures
-from bench.grubjoin_targets import ratios_targets
+from bench.grubjoin_targets import missed_why, ratios_targets
 from pipeline.core.errors import ConfigError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
@@ -41,16 +43,18 @@ from pipeline.core.settings import Settings
 log = get_logger("bench.grubjoin")
 
 PARTS = ("optimality", "config_time", "sweeps", "index_effect")
+#: ``--only figures``: no part runs; ratios, figures and targets are derived again
+DERIVE = "figures"
 
 
 def _parts(only: str | None) -> list[str]:
     """The parts ``--only`` names (all when empty): a part of :data:`PARTS` or one sweep
     of :data:`bench.grubjoin_sweeps.SWEEPS`; ConfigError naming an unknown one."""
     parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
-    unknown = sorted(set(parts) - set(PARTS) - set(SWEEPS))
+    unknown = sorted(set(parts) - set(PARTS) - set(SWEEPS) - {DERIVE})
     if unknown:
-        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)} "
-                          f"or a sweep of {list(SWEEPS)}")
+        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}, "
+                          f"a sweep of {list(SWEEPS)} or {DERIVE!r}")
     return parts
 
 
@@ -60,7 +64,8 @@ def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
         return {}
     payload: dict[str, Any] = json.loads(path.read_text())
     payload.pop("benchmark", None)
-    payload.pop("machine", None)
+    if parts != [DERIVE]:  # derived again only: the machine and time of the measurement
+        payload.pop("machine", None)
     return payload
 
 
@@ -111,10 +116,15 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
         seconds[",".join(some)] = round(time.perf_counter() - t0, 1)
     ratios, targets = ratios_targets(payload)
     payload.pop("ratios_grubjoin_over_randomdrop", None)  # before the fair baselines
+    ran = [x for x in parts if x != DERIVE]
     payload.update(quick=quick if set(PARTS) <= set(parts) else payload.get("quick", quick),
-                   parts_last_run=parts, ratios_vs_best_baseline=ratios,
+                   parts_last_run=ran or payload.get("parts_last_run", []),
+                   ratios_vs_best_baseline=ratios,
                    figures=paper_figures(payload), targets_met=targets,
-                   seconds_by_part=seconds, seconds=round(time.perf_counter() - t_start, 1))
+                   targets_missed_why=missed_why(payload, ratios, targets),
+                   seconds_by_part=seconds,
+                   seconds=(round(time.perf_counter() - t_start, 1) if ran
+                            else payload.get("seconds")))
     path = write_json("grubjoin", payload, results_dir)
     figures(payload, results_dir, draw)
     log.info("grubjoin bench written", path=str(path), targets=targets)

@@ -101,3 +101,19 @@ def test_only_selects_parts_and_names_an_unknown_one() -> None:
     assert _parts("kappa_sweep,cost_sweep") == ["kappa_sweep", "cost_sweep"]
     with pytest.raises(ConfigError, match=r"--only: unknown part\(s\) \['nope'\]"):
         _parts("sweeps,nope")
+
+
+def test_missed_targets_say_why_and_figures_can_be_derived_again() -> None:
+    from bench.grubjoin_targets import missed_why
+
+    ratios, targets = ratios_targets({})
+    assert set(missed_why({}, ratios, targets)) == set(targets)
+    assert all(v == "not run" for v in missed_why({}, ratios, targets).values())
+    ratios["nonaligned_top_rate"] = 1.8
+    why = missed_why({}, ratios, {"nonaligned>=2.5x": False, "aligned>=1.65x": True})
+    assert list(why) == ["nonaligned>=2.5x"]
+    assert why["nonaligned>=2.5x"].startswith("1.80x over the best baseline (target 2.5x): ")
+    assert _parts("figures") == ["figures"]
+    figs = paper_figures({})
+    for name, fig in figs.items():  # every figure: the paper's side, ours, and notes
+        assert {"paper", "ours", "notes"} <= set(fig), name
