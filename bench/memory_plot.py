@@ -37,30 +37,60 @@ def _w(rows: list[Row], workload: str) -> int:
     return next((int(r["window"]) for r in rows if r["workload"] == workload), 0)
 
 
+def _steps(rows: list[Row], workload: str) -> int:
+    return next((int(r.get("counted_steps") or 0) for r in rows if r["workload"] == workload),
+                0)
+
+
 def _n(rows: list[Row], workload: str) -> int:
     return next((int(r.get("inputs", 1)) for r in rows if r["workload"] == workload), 1)
 
 
-def plot(rows: list[Row], results_dir: Path) -> Path:
-    fig, axes = new_figure(3, 2, size=(15.0, 8.5))
-    _curve(axes[0][0], rows, "fig7", f"Fig. 7: w = {_w(rows, 'fig7')}, Zipf 1 / uniform")
-    _curve(axes[0][1], rows, "fig8", f"Fig. 8: w = {_w(rows, 'fig8')}, Zipf 1 / uniform")
-    _curve(axes[0][2], rows, "fig9", f"Fig. 9: both uniform (sum of {_n(rows, 'fig9')} inputs)")
-    ax = axes[1][0]
-    for wl, ls in (("fig10", "-"), ("fig11", "--")):
-        for meth, color in (("PROB", "tab:blue"), ("RAND", "tab:red")):
+def _skew(ax: Any, rows: list[Row], suffix: str, title: str) -> None:
+    """Figs. 10–11: output / OPT vs the common Zipf skew (uncorrelated and correlated)."""
+    for wl, ls in (("fig10" + suffix, "-"), ("fig11" + suffix, "--")):
+        for meth, color in (("PROB", "tab:blue"), ("RAND", "tab:red"),
+                            ("PROB-KNOWN", "tab:cyan")):
             pts = sorted((r["zipf"][0], r["ratio_to_opt"]) for r in rows
                          if r["workload"] == wl and r["method"] == meth
                          and r["ratio_to_opt"] is not None)
             if pts:
                 ax.plot(*zip(*pts, strict=True), ls, color=color, marker="o",
-                        label=f"{meth}/OPT {'corr.' if wl == 'fig11' else 'uncorr.'}")
+                        label=f"{meth}/OPT {'corr.' if wl.startswith('fig11') else 'uncorr.'}")
     ax.axhline(0.96, color="gray", linestyle=":", label="0.96")
     ax.set_xlabel("Zipf skew (both streams)")
     ax.set_ylabel("output / OPT")
-    ax.set_title(f"Figs. 10–11: M = w = {_w(rows, 'fig10')}", fontsize=9)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6)
+
+
+def _weather(ax: Any, rows: list[Row]) -> None:
+    """The weather-like input: output / EXACT at M = w vs the skew."""
+    mine = [r for r in rows if r["workload"] == "weather" and r["method"] != "EXACT"]
+    for meth, color in (("PROB", "tab:blue"), ("PROB-KNOWN", "tab:cyan"), ("RAND", "tab:red"),
+                        ("OPT", "black")):
+        pts = sorted((r["zipf"][0], r["ratio_to_exact"]) for r in mine
+                     if r["method"] == meth and r["ratio_to_exact"] is not None)
+        if pts:
+            ax.plot(*zip(*pts, strict=True), color=color, marker="o", label=meth)
+    ax.axhline(0.90, color="gray", linestyle=":", label="0.90")
+    ax.set_xlabel("Zipf skew (both streams, same ranking)")
+    ax.set_ylabel("output / EXACT")
+    ax.set_title(f"weather-like: domain 650, M = w = {_w(rows, 'weather')}", fontsize=9)
     ax.legend(fontsize=7)
-    ax = axes[1][1]
+
+
+def plot(rows: list[Row], results_dir: Path) -> Path:
+    fig, axes = new_figure(4, 2, size=(20.0, 8.5))
+    _curve(axes[0][0], rows, "fig7", f"Fig. 7: w = {_w(rows, 'fig7')}, Zipf 1 / uniform")
+    _curve(axes[0][1], rows, "fig8", f"Fig. 8: w = {_w(rows, 'fig8')}, Zipf 1 / uniform")
+    _curve(axes[0][2], rows, "fig9", f"Fig. 9: both uniform (sum of {_n(rows, 'fig9')} inputs)")
+    _weather(axes[0][3], rows)
+    _skew(axes[1][0], rows, "", f"Figs. 10–11: M = w = {_w(rows, 'fig10')}, "
+          f"{_steps(rows, 'fig10')} counted steps")
+    _skew(axes[1][1], rows, "-long", f"Figs. 10–11 at the paper's length: "
+          f"{_steps(rows, 'fig10-long')} counted steps")
+    ax = axes[1][2]
     var = [r for r in rows if r["workload"] == "variable" and r["method"] != "EXACT"]
     labels = [f"{r['method']}\n{r['zipf']}" for r in var]
     ax.bar(range(len(var)), [r["ratio_to_exact"] or 0.0 for r in var],
@@ -68,7 +98,7 @@ def plot(rows: list[Row], results_dir: Path) -> Path:
     ax.set_xticks(range(len(var)), labels, fontsize=6, rotation=90)
     ax.set_ylabel("output / EXACT")
     ax.set_title("variable (orange) vs fixed allocation, M = w", fontsize=9)
-    ax = axes[1][2]
+    ax = axes[1][3]
     ours = [r for r in rows if r["workload"] in ("equi3", "band2", "band3", "lagged")
             and r["method"] != "EXACT"]
     groups = sorted({(r["workload"], r["memory_fraction"]) for r in ours},

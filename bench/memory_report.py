@@ -32,31 +32,22 @@ def _at_w(rows: list[Row], workload: str, z: float, method: str) -> Row | None:
     return None
 
 
+def _ratios(rows: list[Row], workloads: tuple[str, ...], method: str, key: str,
+            min_zipf: float = 1.0) -> dict[str, float | None]:
+    """``key`` of ``method`` per input of ``workloads`` with Zipf ≥ ``min_zipf``."""
+    return {f"{wl} zipf {r['zipf'][0]}": r[key]
+            for wl in workloads for r in _pick(rows, workload=wl, method=method)
+            if r["zipf"] is not None and r["zipf"][0] >= min_zipf}
+
+
+def _low(ratios: dict[str, float | None], threshold: float) -> list[str]:
+    return [k for k, v in ratios.items() if v is not None and v < threshold]
+
+
 def targets(rows: list[Row]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    ratios = {f"{wl} zipf {r['zipf'][0]}": r["ratio_to_opt"]
-              for wl in ("fig10", "fig11") for r in _pick(rows, workload=wl, method="PROB")
-              if r["zipf"][0] >= 1.0}
-    vals = [v for v in ratios.values() if v is not None]
-    out["prob_ge_0.96_opt_at_M_eq_w_zipf_ge_1"] = {
-        "threshold": 0.96, "value": min(vals) if vals else None, "per_input": ratios,
-        "met": bool(vals) and min(vals) >= 0.96}
-    skewed = _at_w(rows, "fig11", 1.0, "PROB")
-    other = _at_w(rows, "fig10", 1.0, "PROB")
-    best = _at_w(rows, "fig11", 1.0, "OPT")
-    value = None if skewed is None else skewed["ratio_to_exact"]
-    bound = None if best is None else best["ratio_to_exact"]
-    out["prob_ge_0.90_exact_at_50pct_memory_skewed"] = {
-        "threshold": 0.90, "value": value,
-        "memory_fraction": None if skewed is None else skewed["memory_fraction"],
-        "workload": "both streams Zipf 1, same value ranking (fig11 input), M = w",
-        "uncorrelated_zipf1": None if other is None else other["ratio_to_exact"],
-        "opt_ratio_to_exact": bound,
-        "note": None if bound is None or value is None else
-        f"OPT-offline itself keeps {bound:.3f} of EXACT on this input and PROB "
-        f"{value / bound:.3f} of OPT; the paper's 90% is on weather data (~650 values, "
-        "w = 5,000), whose figures are not in the text",
-        "met": value is not None and value >= 0.90}
+    out["prob_ge_0.96_opt_at_M_eq_w_zipf_ge_1"] = _target_opt(rows)
+    out["prob_ge_0.90_exact_at_50pct_memory_skewed"] = _target_exact(rows)
     gaps = []
     for r in _pick(rows, workload="fig9", method="PROB"):
         rand = _one(rows, workload="fig9", method="RAND", memory_tuples=r["memory_tuples"])
@@ -84,6 +75,77 @@ def targets(rows: list[Row]) -> dict[str, dict[str, Any]]:
         "lagprob_ratio_to_opt": None if lag is None else lag["ratio_to_opt"],
         "met": ratio is not None and ratio >= 1.5}
     return out
+
+
+def _target_opt(rows: list[Row]) -> dict[str, Any]:
+    """PROB/OPT at M = w, Zipf ≥ 1 (Figs. 10–11), judged on the online PROB (what a user
+    runs) at the paper's input length when those rows exist (OPT may fill its memory
+    for the counted steps during the uncounted warm-up; 4,800 counted steps amortise
+    that, 1,000 do not)."""
+    long = ("fig10-long", "fig11-long")
+    judged = long if _pick(rows, workload="fig10-long") else ("fig10", "fig11")
+    ratios = _ratios(rows, judged, "PROB", "ratio_to_opt")
+    vals = [v for v in ratios.values() if v is not None]
+    known = _ratios(rows, judged, "PROB-KNOWN", "ratio_to_opt")
+    low = _low(ratios, 0.96)
+    note = None
+    if low:
+        note = (f"missed on {', '.join(low)}: the paper's PROB (the arriving tuple "
+                "competes, ties evict the older tuple, fresh counts) with the whole "
+                "input's frequencies known in advance, the paper's setting, reaches "
+                + ", ".join(f"{k} {v}" for k, v in known.items() if k in low)
+                + "; the rest is OPT's foresight: with i.i.d. input a stored tuple's "
+                "expected output per step is its value's arrival probability on the other "
+                "stream, which PROB ranks by, while OPT keeps the tuples that will "
+                "actually meet a partner; uncorrelated streams leave more stored tuples "
+                "without one (OPT/EXACT ≈ 0.91 there); the paper gives no number at "
+                "Zipf 1 ('moderate to high skew')")
+    return {"threshold": 0.96, "value": min(vals) if vals else None,
+            "judged_on": f"online PROB (counts of the input so far), {', '.join(judged)}",
+            "per_input": ratios,
+            "at_1000_counted_steps": _ratios(rows, ("fig10", "fig11"), "PROB",
+                                             "ratio_to_opt"),
+            "known_frequencies_papers_setting": known,
+            "note": note, "met": bool(vals) and min(vals) >= 0.96}
+
+
+def _target_exact(rows: list[Row]) -> dict[str, Any]:
+    """PROB/EXACT with 50% of the memory on the skewed workload: judged on the input
+    closest to the paper's (weather: ~650 values, w = 5,000, Zipf 1) when it was run;
+    the domain-50 input (fig11, Zipf 1) is reported beside it."""
+    small = _at_w(rows, "fig11", 1.0, "PROB")
+    small_opt = _at_w(rows, "fig11", 1.0, "OPT")
+    wide = _at_w(rows, "weather", 1.0, "PROB")
+    wide_opt = _at_w(rows, "weather", 1.0, "OPT")
+    judged = wide if wide is not None else small
+    value = None if judged is None else judged["ratio_to_exact"]
+    small_v = None if small is None else small["ratio_to_exact"]
+    bound = None if small_opt is None else small_opt["ratio_to_exact"]
+    return {
+        "threshold": 0.90, "value": value,
+        "memory_fraction": None if judged is None else judged["memory_fraction"],
+        "workload": ("weather: domain 650, w = 5,000, both streams Zipf 1 with the same "
+                     "value ranking, M = w" if wide is not None else
+                     "fig11: domain 50, w = 400, both streams Zipf 1, same ranking, M = w"),
+        "why_this_input": "the paper's 90% is on weather data (~650 values, w = 5,000); "
+                          "weather is that shape with Zipf 1 (the data set is not here)",
+        "weather_opt_ratio_to_exact": None if wide_opt is None else wide_opt["ratio_to_exact"],
+        "weather_by_skew": {str(r["zipf"][0]): r["ratio_to_exact"]
+                            for r in _pick(rows, workload="weather", method="PROB")},
+        "weather_known_frequencies": {
+            str(r["zipf"][0]): r["ratio_to_exact"]
+            for r in _pick(rows, workload="weather", method="PROB-KNOWN")},
+        "domain_50": {
+            "value": small_v, "opt_ratio_to_exact": bound,
+            "uncorrelated_zipf1": (lambda r: None if r is None else r["ratio_to_exact"])(
+                _at_w(rows, "fig10", 1.0, "PROB")),
+            "met": small_v is not None and small_v >= 0.90,
+            "note": None if bound is None or small_v is None else
+            f"OPT-offline itself keeps {bound:.3f} of EXACT here and PROB {small_v / bound:.3f}"
+            " of OPT: on 50 values the half of the memory holds about the top 5 values, "
+            "which carry 0.90 of Σp² (the results) at Zipf 1; on 650 values it holds about "
+            "the top 19, which carry 0.97"},
+        "met": value is not None and value >= 0.90}
 
 
 def summary(rows: list[Row]) -> dict[str, Any]:
@@ -115,20 +177,32 @@ def paper_vs_ours(rows: list[Row]) -> list[dict[str, Any]]:
     """Claims with a number (or a clear shape) in the paper's text, and ours."""
     out: list[dict[str, Any]] = []
     ratios = {f"{wl} z={r['zipf'][0]}": r["ratio_to_opt"]
-              for wl in ("fig10", "fig11") for r in _pick(rows, workload=wl, method="PROB")}
+              for wl in ("fig10", "fig11", "fig10-long", "fig11-long")
+              for r in _pick(rows, workload=wl, method="PROB")}
+    known = {f"{wl} z={r['zipf'][0]}": r["ratio_to_opt"]
+             for wl in ("fig10", "fig11", "fig10-long", "fig11-long")
+             for r in _pick(rows, workload=wl, method="PROB-KNOWN")}
     out.append({"claim": "PROB/OPT at M = w (Figs. 10–11), moderate to high skew",
                 "paper": "> 0.96", "ours": ratios,
-                "note": "uncorrelated Zipf 1 is the one input below 0.96: the streams' "
-                        "frequent values differ, so fewer tuples stand out"})
+                "ours_with_known_frequencies": known,
+                "note": "uncorrelated Zipf 1 is the one input below 0.96, also with the "
+                        "frequencies known in advance (the paper's setting) and at the "
+                        "paper's input length (-long): OPT's foresight, not the policy "
+                        "(see targets_met); the paper says the correlation does not "
+                        "matter, here it does at Zipf 1"})
     rand = {f"{wl} z={r['zipf'][0]}": r["ratio_to_opt"]
             for wl in ("fig10", "fig11") for r in _pick(rows, workload=wl, method="RAND")}
     out.append({"claim": "RAND/OPT vs skew (Figs. 10–11): PROB ≈ RAND at Zipf 0, PROB's lead "
                          "grows with skew", "paper": "shape only (plots)", "ours": rand})
     skewed = _at_w(rows, "fig11", 1.0, "PROB")
+    wide = _at_w(rows, "weather", 1.0, "PROB")
     out.append({"claim": "PROB/EXACT with 50% of the memory", "paper":
                 "> 0.90 (weather data, w = 5,000, ~650 values)",
-                "ours": None if skewed is None else skewed["ratio_to_exact"],
-                "ours_input": "synthetic: both streams Zipf 1, domain 50, w = 400"})
+                "ours": None if wide is None else wide["ratio_to_exact"],
+                "ours_input": "synthetic weather-like: both streams Zipf 1, domain 650, "
+                              "w = 5,000",
+                "ours_domain_50": None if skewed is None else skewed["ratio_to_exact"],
+                "ours_domain_50_input": "synthetic: both streams Zipf 1, domain 50, w = 400"})
     gains = [g for g in (_vs_fixed(rows, r) for r in _pick(rows, workload="variable")
                          if r["method"] in ("PROBV", "OPTV")) if g is not None]
     out.append({"claim": "variable vs fixed allocation (PROBV/PROB, OPTV/OPT)",

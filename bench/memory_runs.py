@@ -52,6 +52,8 @@ class Workload:
     predicate: str
     epsilon: float
     zipf: tuple[float, ...] | None
+    #: the number of distinct values (synthetic Zipf input; None for the sensors)
+    domain: int | None = None
 
     def join_config(self) -> JoinConfig:
         pred = self.make_predicate()
@@ -69,20 +71,23 @@ class Workload:
 
 def zipf_values(n: int, z: float, rng: np.random.Generator, ranking: NDArray[np.int64]
                 ) -> NDArray[np.int64]:
-    """n i.i.d. values of Zipf(z) over the domain: rank k has weight k^-z, value ranking[k]."""
-    p = 1.0 / np.arange(1, DOMAIN + 1, dtype=np.float64) ** z
-    return ranking[rng.choice(DOMAIN, size=n, p=p / p.sum())]
+    """n i.i.d. values of Zipf(z) over the domain ``ranking`` (its size): rank k has weight
+    k^-z, value ranking[k]."""
+    d = int(ranking.shape[0])
+    p = 1.0 / np.arange(1, d + 1, dtype=np.float64) ** z
+    return ranking[rng.choice(d, size=n, p=p / p.sum())]
 
 
 def step_workload(name: str, w: int, zipfs: tuple[float, ...], seed: int, after: int,
                   correlated: bool = True, predicate: str = "equi",
-                  epsilon: float = 0.0) -> Workload:
+                  epsilon: float = 0.0, domain: int = DOMAIN) -> Workload:
     """The paper's synthetic input: one tuple per stream per step, 2w warm-up steps plus
-    ``after`` counted ones. ``band``: the value plus uniform noise in [−½, ½)."""
+    ``after`` counted ones, values 1..``domain``. ``band``: the value plus uniform noise
+    in [−½, ½)."""
     rng = np.random.default_rng(seed)
     m = len(zipfs)
     steps_n = 2 * w + after
-    base = np.arange(1, DOMAIN + 1)
+    base = np.arange(1, domain + 1)
     cols = []
     for z in zipfs:
         ranking = base if correlated else rng.permutation(base)
@@ -94,7 +99,7 @@ def step_workload(name: str, w: int, zipfs: tuple[float, ...], seed: int, after:
     return Workload(name, np.tile(np.arange(m, dtype=np.int64), steps_n),
                     np.repeat(np.arange(steps_n, dtype=np.int64) * STEP_MS, m), vals,
                     np.repeat(np.arange(steps_n, dtype=np.int64), m), 2 * w, m,
-                    (w - 1) * STEP_MS, w, predicate, epsilon, tuple(zipfs))
+                    (w - 1) * STEP_MS, w, predicate, epsilon, tuple(zipfs), domain)
 
 
 def lagged_workload(duration_s: float, rate: float = 100.0, lag_s: float = 5.0,
@@ -116,7 +121,7 @@ def lagged_warmup(wl: Workload) -> Workload:
     """The lagged workload counting from two windows in (by arrival index)."""
     first = int(np.searchsorted(wl.tss, int(wl.tss[0]) + 2 * wl.window_ms))
     return Workload(wl.name, wl.streams, wl.tss, wl.vals, wl.steps, first, wl.m, wl.window_ms,
-                    wl.window_tuples, wl.predicate, wl.epsilon, wl.zipf)
+                    wl.window_tuples, wl.predicate, wl.epsilon, wl.zipf, wl.domain)
 
 
 def run_exact(wl: Workload) -> dict[str, Any]:
@@ -139,12 +144,21 @@ def run_exact(wl: Workload) -> dict[str, Any]:
 
 
 def run_online(wl: Workload, mode: str, budget: int, allocation: str = "fixed",
-               seed: int = 0) -> dict[str, Any]:
+               seed: int = 0, known: bool = False) -> dict[str, Any]:
     """One policy under memory ``budget``: counted results, the admission step's CPU time
-    per tuple (µs), and (variable pools) each stream's mean share of the stored tuples."""
+    per tuple (µs), and (variable pools) each stream's mean share of the stored tuples.
+
+    ``known``: the paper's setting (Das et al. §5.2: "p_R() and p_S() ... set according to
+    the actual distribution over the *whole* input stream"): the value counts of the whole
+    recorded input are loaded before the run and frozen. Not something a user can run
+    (it needs the future); the rows are labelled ``PROB-KNOWN`` as a comparison only."""
     join = make_join(wl.join_config(), MemoryConfig(mode, budget, allocation, seed=seed))
     assert isinstance(join, BoundedJoin)
     mem = join.memory
+    if known:
+        for k in range(wl.streams.size):
+            mem.stats.observe(int(wl.streams[k]), int(wl.tss[k]), wl.vals[k])
+        mem.observe_arrival = _frozen  # type: ignore[method-assign]
     admit = mem.admit
     spent = [0.0]
 
@@ -178,6 +192,10 @@ def run_online(wl: Workload, mode: str, budget: int, allocation: str = "fixed",
         "share": (shares / max(samples, 1)).tolist(),
         "evictions": mem.metrics()["evictions"],
     }
+
+
+def _frozen(stream: int, ts: int, enc: Any) -> None:
+    """``observe_arrival`` of a policy whose statistics were loaded in advance."""
 
 
 def run_opt(wl: Workload, budget: int, allocation: str = "fixed") -> dict[str, Any]:

@@ -12,8 +12,9 @@ budgets at least the number of live tuples every policy returns the exact join.
 :class:`BoundedMemory` keeps the residents' (ts, seq, arrival order, join key) in its own
 columns — at most M rows, so a victim is chosen with a few vectorized NumPy calls over
 all of them — and removes the victim's row from the :class:`StreamWindow`. Subclasses
-(``policies.py``) give the priorities (lowest is evicted; ties: the older arrival goes
-first, Das et al. §4.2.1) or, for RAND, the victim itself.
+(``policies.py``) give the priorities (lowest is evicted; ties: the tuple that expires
+first, then the older arrival — Das et al. §4.2.1's "later arrival gets the higher
+priority" where the windows are equal) or, for RAND, the victim itself.
 
 PROB's priority of a stream-i tuple with key v, for m streams (Das et al. give m = 2:
 the probability of v on the *other* stream). A result containing x is produced when a
@@ -230,8 +231,13 @@ class BoundedMemory:
     def victim(self, pool: int, stream: int, ts: int, enc: Any,
                join_time: int) -> tuple[int, int] | None:
         """(stream, resident row) to evict, or None to refuse the newcomer: the lowest
-        priority, ties to the older arrival (one vectorized ranking per stream)."""
-        best: tuple[float, int, int, int] | None = None  # (priority, order, stream, row)
+        priority; ties to the tuple that expires first (ts + W_s: with equal join
+        probability the one with the least lifetime left has the fewest results ahead),
+        then to the older arrival. With equal windows and tuples in ts order that is
+        the paper's "the tuple that arrived later gets higher priority" (§4.2.1); it
+        differs only for a shared pool over unequal windows or late tuples. One
+        vectorized ranking per stream."""
+        best: tuple[float, int, int, int, int] | None = None  # (prio, expiry, order, s, row)
         for s in self.pools[pool]:
             r = self.res[s]
             n = r.n
@@ -243,13 +249,16 @@ class BoundedMemory:
             prio = np.asarray(self.priority(s, r.key_view(n), r.ts[:n], join_time),
                               np.float64)
             low = np.flatnonzero(prio <= prio.min())
+            if low.size > 1:
+                expiry = r.ts[:n][low]
+                low = low[expiry <= expiry.min()]
             k = int(low[np.argmin(r.order[:n][low])]) if low.size > 1 else int(low[0])
-            cand = (float(prio[k]), int(r.order[k]), s, k)
-            if best is None or cand[:2] < best[:2]:
+            cand = (float(prio[k]), int(r.ts[k]) + self.windows_ms[s], int(r.order[k]), s, k)
+            if best is None or cand[:3] < best[:3]:
                 best = cand
         self.res[stream].unstage()
         assert best is not None
-        _, _, s, k = best
+        s, k = best[3], best[4]
         return None if (s == stream and k == self.res[s].n) else (s, k)
 
     def priority(self, stream: int, keys: Any, tss: I64, join_time: int) -> F64:

@@ -154,6 +154,22 @@ def test_prob_ties_evict_the_older_tuple() -> None:
     assert set(join.windows[0].bws[0].seq.view().tolist()) == {1, 2}
 
 
+def test_prob_ties_evict_the_tuple_that_expires_first() -> None:
+    """Equal priorities in a shared pool over unequal windows: the tuple with the least
+    lifetime left goes, even when it arrived later (with equal windows that is the
+    older arrival, the paper's rule)."""
+    cfg = JoinConfig((1000, 100), 50, build_predicate("equi", attribute="v"))
+    join = make_join(cfg, MemoryConfig("prob", 2, "variable"))
+    assert isinstance(join, BoundedJoin)
+    join.process(0, 0, 0, np.array([5.0]))  # expires at 1000
+    join.process(1, 10, 1, np.array([6.0]))  # expires at 110
+    join.process(0, 20, 2, np.array([7.0]))  # no value seen on a partner: all tie
+    mem = join.memory
+    assert mem.window_tuples() == [2, 0]
+    assert sorted(mem.res[0].seq[: mem.res[0].n].tolist()) == [0, 2]
+    assert mem.evicted.tolist() == [0, 1]
+
+
 def test_life_prefers_the_longer_remaining_lifetime() -> None:
     cfg = _config(2, 100)
     join = make_join(cfg, MemoryConfig("life", 4, "fixed"))
