@@ -23,8 +23,8 @@ def sweep_note(quick: bool, sweep: dict[float, tuple[str, ...]]) -> str:
     return ("full sweep (the documented non-quick set, ~60 min of bench time): "
             + "; ".join(parts) + ". 240 s of input per run; capacity measured at the "
             "start of this run. 0.5× and the adaptive random drop / unshed job at 1× and "
-            "3× are left out to fit the shared machine (the 0.5× points of earlier runs "
-            "shed nothing: every method gave the full join's output)")
+            "3× are left out to fit the shared machine (at 0.5× the previous full sweep's "
+            "methods all gave the unshed join's output)")
 
 
 def judge_targets(r: RunMeasure, row: dict[str, Any], off: RunMeasure | None,
