@@ -1,4 +1,4 @@
-"""`harvest spark-cluster up|down|status`: a standalone Spark master + worker on 127.0.0.1."""
+"""`harvest spark-cluster up|down|status`: a standalone Spark master + workers on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the `spark-cluster` subcommand."""
     p = subparsers.add_parser(
         "spark-cluster",
-        help="start/stop a Spark standalone master + worker (state under .cache/spark/)",
+        help="start/stop a Spark standalone master + workers (state under .cache/spark/)",
     )
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--port", type=positive_int, default=7077, help="master port (default 7077; "
                    "a free port is used when taken)")
     p.add_argument("--webui-port", type=positive_int, default=8080, help="master web UI port")
-    p.add_argument("--cores", type=positive_int, default=2, help="worker cores (default 2)")
+    p.add_argument("--cores", type=positive_int, default=2,
+                   help="cores of each worker (default 2)")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="workers to start (default 1)")
     p.add_argument("--memory", default="2g", help="worker memory, e.g. 2g (default 2g)")
     p.set_defaults(handler=run)
 
@@ -33,6 +36,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         webui_port=args.webui_port,
         worker_cores=args.cores,
         worker_memory=args.memory,
+        workers=args.workers,
         java_home=settings.java_home,
     )
     cluster = StandaloneCluster(config)

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         wait_for_inputs(cfg, settings.kafka_client_config(), INPUTS_TIMEOUT_S)
     session = SessionConfig(master=args.master, app_name=f"harvest-{cfg.mode}",
                             jars=connector_jars(settings),
-                            shuffle_partitions=spec.job.shuffle_partitions,
+                            shuffle_partitions=spec.job.partitions,
                             driver_memory=args.driver_memory)
     spark = build_session(session)
     signal.signal(signal.SIGTERM, _interrupt)

@@ -1,15 +1,27 @@
-"""Peer baseline for `harvest bench pipeline`: the same m-way equi window join written with
-Spark's built-in stream-stream joins (chained inner joins, watermarks, time-range conditions).
+"""Peer baseline for `harvest bench pipeline` and `harvest bench peer`: the same m-way
+window join written with Spark's built-in stream-stream joins (chained inner joins,
+watermarks, time-range conditions).
 
-Semantics match ARCHITECTURE §4 for an equi-join: for every pair (i, j) of members,
-``e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i`` and equal keys. Each stream gets a watermark of
-``delay_ms`` (the disorder bound, like K ≥ max delay), so Spark can drop join state. The
-results are written to ``<prefix>.results`` as ``join_result`` records (single-object
-Avro) with ``instance = "spark-builtin"``; the id is MD5 of ``"s1:12|s2:7|s3:9"`` — the
-benchmark recomputes our id from the members.
+Semantics match ARCHITECTURE §4: for every pair (i, j) of members,
+``e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i`` and the predicate. Spark's stream-stream join
+needs an equality to hash on, so:
+
+* ``equi``: the join attribute, equal across the members;
+* ``band`` (``|a_i − a_j| ≤ ε`` for every pair): the standard workaround — every stream
+  after the first is exploded to the buckets ``⌊a/ε⌋ − 1, ⌊a/ε⌋, ⌊a/ε⌋ + 1`` and
+  equi-joined on the first stream's bucket ``⌊a_1/ε⌋``, then the exact band condition
+  filters. Two values within ε lie in the same or neighbouring buckets, so exactly one
+  copy of each member matches: every result once.
+
+Each stream gets a watermark of ``delay_ms`` (the disorder bound, like K ≥ max delay), so
+Spark can drop join state. The results are written to ``<prefix>.results`` as
+``join_result`` records (single-object Avro) with ``instance = "spark-builtin"``; the id
+is MD5 of ``"s1:12|s2:7|s3:9"`` — the benchmarks recompute our id from the members.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
@@ -22,14 +34,26 @@ from pipeline.spark.job import JobConfig, decode_config
 from pipeline.spark.sinks import single_object, start_kafka_sink, wall_ms
 
 
-def _stream(valid: DataFrame, i: int, name: str, key: str, delay_ms: int) -> DataFrame:
+def _stream(valid: DataFrame, i: int, name: str, key: str, delay_ms: int,
+            epsilon: float | None = None) -> DataFrame:
+    """Stream ``i``'s columns (suffixed ``i``) with its watermark. ``k{i}`` is what the
+    chain hashes on: the attribute (equi), or with ``epsilon`` (band) the bucket
+    ``⌊a/ε⌋`` — for every stream after the first exploded to the neighbouring buckets
+    too — with the attribute itself in ``v{i}``."""
+    rows = valid.where(sf.col("stream_idx") == i)
+    if epsilon is None:
+        hashed = [sf.col(key).alias(f"k{i}")]
+    else:
+        bucket = sf.floor(sf.col(key).cast("double") / sf.lit(epsilon))
+        if i > 0:
+            bucket = sf.explode(sf.array(bucket - 1, bucket, bucket + 1))
+        hashed = [bucket.alias(f"k{i}"), sf.col(key).cast("double").alias(f"v{i}")]
     return (
-        valid.where(sf.col("stream_idx") == i)
-        .select(
+        rows.select(
             sf.col("seq").cast("long").alias(f"seq{i}"),
             sf.col("event_time").cast("long").alias(f"et{i}"),
             sf.timestamp_millis(sf.col("event_time").cast("long")).alias(f"ts{i}"),
-            sf.col(key).alias(f"k{i}"),
+            *hashed,
             sf.lit(name).alias(f"name{i}"),
             sf.col("partition").cast("int").alias(f"part{i}"),
             sf.col("offset").cast("long").alias(f"off{i}"),
@@ -53,21 +77,36 @@ def _window_condition(i: int, j: int, windows: tuple[int, ...]) -> Column:
 
 def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
                       delay_ms: int) -> DataFrame:
-    """Kafka → decode → chained stream-stream inner joins → ``(topic, key, value)`` rows."""
+    """Kafka (one source per stream topic; ``[job] max_offsets_per_trigger`` split evenly
+    over them) → decode → chained stream-stream inner joins → ``(topic, key, value)``
+    rows."""
     join = cfg.spec.join
-    if join.predicate != "equi" or join.attribute is None:
-        raise ConfigError(f"join.predicate: the built-in baseline needs an equi-join, got "
-                          f"{join.predicate!r}")
-    raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics, None, cfg.client_options)
-    valid = decode(raw, decode_config(cfg, serde)).where(sf.col("reason").isNull())
+    if join.predicate not in ("equi", "band") or join.attribute is None:
+        raise ConfigError(f"join.predicate: the built-in baseline needs an equi or band "
+                          f"join, got {join.predicate!r}")
+    band = join.predicate == "band"
+    if band and join.epsilon <= 0.0:
+        raise ConfigError(f"join.epsilon: the built-in band join buckets by ε, which must "
+                          f"be > 0, got {join.epsilon}")
+    # one Kafka source per stream: each topic is read and decoded once (one source over
+    # all topics, filtered per stream, would scan the whole input once per stream)
+    dcfg = decode_config(cfg, serde)
+    limit = cfg.spec.job.max_offsets_per_trigger
+    per_source = -(-limit // len(join.streams)) if limit is not None else None
+    streams = []
+    for i, (name, topic) in enumerate(zip(join.streams, cfg.input_topics, strict=True)):
+        raw = kafka_source(spark, cfg.bootstrap, (topic,), per_source, cfg.client_options)
+        valid = decode(raw, dcfg).where(sf.col("reason").isNull())
+        streams.append(_stream(valid, i, name, join.attribute, delay_ms,
+                               join.epsilon if band else None))
     windows = join.windows
-    streams = [_stream(valid, i, s, join.attribute, delay_ms)
-               for i, s in enumerate(join.streams)]
     joined = streams[0]
     for j in range(1, len(streams)):
         cond = sf.col("k0") == sf.col(f"k{j}")
         for i in range(j):
             cond = cond & _window_condition(i, j, windows)
+            if band:
+                cond = cond & (sf.abs(sf.col(f"v{i}") - sf.col(f"v{j}")) <= sf.lit(join.epsilon))
         joined = joined.join(streams[j], cond, "inner")
         # Spark allows one event-time column per stream: keep the watermark on ts0 only
         joined = joined.drop(f"ts{j}")
@@ -99,11 +138,13 @@ def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
 
 def start_builtin_join(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
                        delay_ms: int) -> StreamingQuery:
-    """Start the baseline query (Kafka sink, ``[job] trigger_ms``)."""
-    rows = builtin_join_rows(spark, cfg, serde, delay_ms)
+    """Start the baseline query (Kafka sink, ``[job] trigger_ms``); like harvest's job it
+    counts its result rows per micro-batch in ``observedMetrics['out']['results']``."""
+    rows = builtin_join_rows(spark, cfg, serde, delay_ms).observe(
+        "out", sf.count(sf.lit(1)).alias("results"))
     return start_kafka_sink(
         rows, bootstrap=cfg.bootstrap, checkpoint=cfg.checkpoint,
         trigger_ms=cfg.spec.job.trigger_ms, client_options=cfg.client_options,
-        query_name=f"spark-builtin-{cfg.topic_prefix}",
+        query_name=f"spark-builtin-{Path(cfg.checkpoint).name}",
     )
 

@@ -1,10 +1,11 @@
-"""A Spark standalone cluster (one master + one worker) on 127.0.0.1 from the PySpark wheel.
+"""A Spark standalone cluster (one master + N workers) on 127.0.0.1 from the PySpark wheel.
 
 The PyPI wheel ships ``jars/`` but no ``sbin/start-master.sh``, so the daemons are
 launched directly: ``java -cp "<pyspark>/jars/*" org.apache.spark.deploy.master.Master``
 and ``...deploy.worker.Worker spark://host:port``. Pid files, logs, the worker's work
-dir and the recorded master URL live under ``<cache>/spark/``. Readiness is the
-master's web UI JSON (``/json/``) reporting status ALIVE with an ALIVE worker.
+dir and the recorded master URL live under ``<cache>/spark/`` (worker 1: ``worker.pid``,
+``worker.log``, ``work/``; worker n > 1: ``worker-<n>.*``, ``work-<n>/``). Readiness is the
+master's web UI JSON (``/json/``) reporting status ALIVE with every worker ALIVE.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class ClusterConfig:
     worker_webui_port: int = 8081
     worker_cores: int = 2
     worker_memory: str = "2g"
+    #: workers started by ``up``, each with ``worker_cores`` and ``worker_memory``
+    workers: int = 1
     daemon_heap: str = "512m"
     java_home: Path | None = None
     python: str = sys.executable
@@ -55,6 +58,8 @@ class ClusterConfig:
     def __post_init__(self) -> None:
         if self.worker_cores < 1:
             raise ConfigError(f"--cores: must be >= 1, got {self.worker_cores}")
+        if self.workers < 1:
+            raise ConfigError(f"--workers: must be >= 1, got {self.workers}")
         if not self.worker_memory[:-1].isdigit() or self.worker_memory[-1] not in "mMgG":
             raise ConfigError(f"--memory: expected e.g. 2g or 1536m, got {self.worker_memory!r}")
 
@@ -68,6 +73,7 @@ class ClusterConfig:
             "worker_webui_port": self.worker_webui_port,
             "worker_cores": self.worker_cores,
             "worker_memory": self.worker_memory,
+            "workers": self.workers,
         }
 
 
@@ -173,6 +179,17 @@ class StandaloneCluster:
     def worker_pid_file(self) -> Path:
         return self._dir / "worker.pid"
 
+    @staticmethod
+    def worker_role(n: int) -> str:
+        """The file stem of worker ``n`` (1-based): ``worker``, ``worker-2``, ..."""
+        return "worker" if n == 1 else f"worker-{n}"
+
+    def _worker_roles(self) -> list[str]:
+        """Every worker this state directory knows of (pid files), the first included."""
+        extra = sorted((p.stem for p in self._dir.glob("worker-*.pid")),
+                       key=lambda r: int(r.split("-")[1]) if r.split("-")[1].isdigit() else 0)
+        return ["worker", *extra]
+
     @property
     def master_url_file(self) -> Path:
         """Holds the ``spark://host:port`` URL while the cluster runs."""
@@ -233,7 +250,6 @@ class StandaloneCluster:
         used.add(mport)
         uport = pick_port(cfg.host, cfg.webui_port, used)
         used.add(uport)
-        wport = pick_port(cfg.host, cfg.worker_webui_port, used)
         master_url = f"spark://{cfg.host}:{mport}"
         webui = f"http://{cfg.host}:{uport}"
         env = self._env(home)
@@ -246,19 +262,26 @@ class StandaloneCluster:
         self.master_url_file.write_text(master_url + "\n")
         self.webui_file.write_text(webui + "\n")
         self._wait(lambda: self._master_json(webui) is not None, "master web UI", "master")
-        work_dir = self._dir / "work"
-        work_dir.mkdir(exist_ok=True)
-        worker_cmd = [
-            java, f"-Xmx{cfg.daemon_heap}", "-cp", classpath, WORKER_CLASS,
-            "--host", cfg.host, "--webui-port", str(wport),
-            "--cores", str(cfg.worker_cores), "--memory", cfg.worker_memory,
-            "--work-dir", str(work_dir), master_url,
-        ]
-        self._spawn(worker_cmd, env, "worker")
-        self._wait(lambda: self.status().workers_alive > 0, "worker registration", "worker")
+        for n in range(1, cfg.workers + 1):
+            role = self.worker_role(n)
+            wport = pick_port(cfg.host, cfg.worker_webui_port + n - 1, used)
+            used.add(wport)
+            work_dir = self._dir / ("work" if n == 1 else f"work-{n}")
+            work_dir.mkdir(exist_ok=True)
+            worker_cmd = [
+                java, f"-Xmx{cfg.daemon_heap}", "-cp", classpath, WORKER_CLASS,
+                "--host", cfg.host, "--webui-port", str(wport),
+                "--cores", str(cfg.worker_cores), "--memory", cfg.worker_memory,
+                "--work-dir", str(work_dir), master_url,
+            ]
+            self._spawn(worker_cmd, env, role)
+            self._wait(self._workers_alive(n), "worker registration", role)
         result = self.status()
         log.info("spark cluster up", master=master_url, webui=webui, cores=result.cores)
         return result
+
+    def _workers_alive(self, n: int) -> Callable[[], bool]:
+        return lambda: self.status().workers_alive >= n
 
     def _env(self, home: Path) -> dict[str, str]:
         env = dict(os.environ)
@@ -321,7 +344,8 @@ class StandaloneCluster:
         """Stop worker then master (SIGTERM, then SIGKILL after ``grace_s``).
         Returns whether anything was running."""
         stopped = False
-        for role, needle in (("worker", WORKER_CLASS), ("master", MASTER_CLASS)):
+        roles = [(r, WORKER_CLASS) for r in self._worker_roles()] + [("master", MASTER_CLASS)]
+        for role, needle in roles:
             pid_file = self._dir / f"{role}.pid"
             pid = _read_pid(pid_file)
             if pid is not None and _pid_alive(pid, needle):

@@ -52,6 +52,7 @@ from pipeline.spark.inputs import (
     payload_schemas,
 )
 from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, TICK_STREAM, InstanceConfig
+from pipeline.spark.placement import checkpoint_placement
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.spark.results import result_value
 from pipeline.spark.sinks import (
@@ -131,10 +132,14 @@ def predicate_attributes(spec: Spec) -> tuple[str, ...]:
 
 
 def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
-                   key_attribute: str | None
+                   key_attribute: str | None, keys: tuple[int, ...] | None = None
                    ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The ``mapInPandas`` body: each row → one copy per route key (``Router.route_batch``,
-    Gu et al. §2 ATR replication or hash), plus one tick row per key if the task had input."""
+    """The ``mapInPandas`` body: each row → one copy per instance (``Router.route_batch``,
+    Gu et al. §2 ATR replication or hash), plus one tick row per instance if the task had
+    input. Instance ``i`` is sent as route key ``keys[i]`` (its own shuffle partition,
+    :mod:`pipeline.spark.placement`; default: ``i``)."""
+    physical = np.asarray(keys if keys is not None else range(int(router["groups"])),
+                          dtype=np.int32)
 
     def route(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         r = Router(RouterConfig.from_snapshot(router))
@@ -157,7 +162,7 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
             rows, route_keys = r.route_batch(ok["stream_idx"].to_numpy(np.int64),
                                              ok["event_time"].to_numpy(np.int64), keys)
             out = ok.iloc[rows].reset_index(drop=True)
-            out["route_key"] = route_keys.astype(np.int32)
+            out["route_key"] = physical[route_keys]
             yield out
         if seen:
             g = r.config.groups
@@ -170,14 +175,15 @@ def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
                 tick["raw"] = [b""] * g
             if arrivals:  # the task's median arrival: every instance's view of stream time
                 tick["arrival_time"] = int(np.median(np.concatenate(arrivals)))
-            tick["route_key"] = np.arange(g, dtype=np.int32)
+            tick["route_key"] = physical[:g]
             yield tick
 
     return route
 
 
-def _routed(valid: DataFrame, spec: Spec) -> DataFrame:
-    """Rows with their ``route_key`` (rejected rows: :data:`DEADLETTER_KEY`).
+def _routed(valid: DataFrame, spec: Spec, keys: tuple[int, ...] | None = None) -> DataFrame:
+    """Rows with their ``route_key`` (rejected rows: :data:`DEADLETTER_KEY`); instance
+    ``i`` gets key ``keys[i]`` (:func:`pipeline.spark.placement.checkpoint_placement`).
 
     With one group every routing sends each row once to key 0 (``Router.route_batch``
     with G = 1), so the key is a Spark SQL literal and the rows skip the Python round
@@ -191,7 +197,7 @@ def _routed(valid: DataFrame, spec: Spec) -> DataFrame:
         return valid.withColumn("route_key", key.cast(IntegerType()))
     schema = StructType([*valid.schema.fields,
                          StructField("route_key", IntegerType(), False)])
-    fn = route_function(router.snapshot(), tuple(valid.columns), router.key_attribute)
+    fn = route_function(router.snapshot(), tuple(valid.columns), router.key_attribute, keys)
     return valid.mapInPandas(fn, schema)
 
 
@@ -284,7 +290,8 @@ def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
         env = _own_envelope(decoded, dcfg, cfg.plan)
     pconf = ProcessorConfig(_instance_config(cfg, attributes),
                             idle_flush_ms=cfg.idle_flush_ms, run_token=uuid.uuid4().hex)
-    joined = _routed(env, cfg.spec).groupBy("route_key") \
+    keys = checkpoint_placement(spark, cfg.checkpoint, cfg.spec.job.groups).keys
+    joined = _routed(env, cfg.spec, keys).groupBy("route_key") \
         .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")
     return _encode_outputs(joined, cfg, serde)
 

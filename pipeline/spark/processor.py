@@ -16,13 +16,19 @@ checkpoint resumes exactly where the last committed micro-batch left the engine:
 Anything larger than ``chunk_bytes`` (the header, the blob, a piece) is cut into chunks:
 ListState rows, or map entries with ``part`` = 0, 1, ….
 
-Idle flush (processing-time timer): every micro-batch with input for the key re-arms one
-timer ``idle_flush_ms`` after the wall-clock end of its processing. Routing sends a
-liveness *tick* row to every key whenever a micro-batch has any input, so the timer only
-fires once the whole query has been without input for ``idle_flush_ms``; it then calls
-``Engine.flush()`` (end of input). Spark hands a micro-batch's input rows to the
-processor before its expired timers, so after a crash the replayed batch re-arms the
-timers before they could flush buffered tuples too early.
+Idle flush (processing-time timer): every micro-batch with input for the key moves its
+flush deadline to ``idle_flush_ms`` after the wall-clock end of its processing. Routing
+sends a liveness *tick* row to every key whenever a micro-batch has any input, so the
+deadline only passes once the whole query has been without input for ``idle_flush_ms``;
+then ``Engine.flush()`` runs (end of input). The deadline travels in the instance's
+header (``meta["idle_deadline_ms"]``), saved with every batch anyway; a timer is
+registered only when the key has none (``meta["flush_timer"]``), and a timer that fires
+before the deadline is moved to it instead of flushing. So a batch makes no timer calls
+(the eager form — list, delete, register every batch — made three round trips to the
+JVM per key and batch), and a timer fires at most once per ``idle_flush_ms`` while input
+flows. Spark hands a micro-batch's input rows to the processor before its expired
+timers, so after a crash the replayed batch moves the deadline before a timer could
+flush buffered tuples too early.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from pyspark.sql.types import (
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
+from pipeline.diffusion.placement import instance_of
 from pipeline.spark.instance import (
     DEADLETTER_KEY,
     InstanceConfig,
@@ -132,18 +139,27 @@ class JoinProcessor(StatefulProcessor):
         self.last_save: SaveStats | None = None
 
     # ------------------------------------------------------------------ state
+    def _stored(self) -> tuple[bool, int]:
+        """Whether the key has state, and its version: one state call (the version is
+        written with every save; state without one counts as version 0)."""
+        row = self.version.get()
+        if row is not None:
+            return True, int(row[0])
+        return self._has_state(), 0
+
     def _stored_version(self) -> int:
-        row = self.version.get() if self.version.exists() else None
-        return int(row[0]) if row is not None else 0
+        return self._stored()[1]
 
     def _has_state(self) -> bool:
         return bool((self.blob if self.blob is not None else self.header).exists())
 
-    def _load(self, route_key: int) -> tuple[JoinInstance, int]:
-        """The key's instance and its stored state version (0: no state yet)."""
-        if not self._has_state():
+    def _load(self, route_key: int, stored: tuple[bool, int] | None = None
+              ) -> tuple[JoinInstance, int]:
+        """The key's instance and its stored state version (0: no state yet); ``stored``:
+        :meth:`_stored`, if the caller read it already."""
+        exists, version = stored if stored is not None else self._stored()
+        if not exists:
             return JoinInstance(self.config.instance, route_key, WALL_CLOCK), 0
-        version = self._stored_version()
         # taken out while in use: a batch that fails before _save leaves no live entry
         live = _LIVE.pop((self.config.run_token, route_key), None)
         if self.config.run_token and live is not None and live[0] == version:
@@ -210,32 +226,48 @@ class JoinProcessor(StatefulProcessor):
                                    header, time.process_time() - c0)
         return self.last_save
 
-    def _arm(self) -> None:
-        """One timer, ``idle_flush_ms`` after now (wall clock: the batch may have been long)."""
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        self.handle.registerTimer(int(time.time() * 1000) + self.config.idle_flush_ms)
+    def _deadline(self, inst: JoinInstance) -> int | None:
+        """Move the key's flush deadline to ``idle_flush_ms`` after now (wall clock: the
+        batch may have been long); the timer to register if the key has none."""
+        deadline = int(WALL_CLOCK() * 1000) + self.config.idle_flush_ms
+        inst.meta["idle_deadline_ms"] = deadline
+        if inst.meta.get("flush_timer"):
+            return None
+        inst.meta["flush_timer"] = True
+        return deadline
+
+    def _keep_live(self, inst: JoinInstance, version: int) -> None:
+        """Put an instance :meth:`_load` took out back, unchanged, under its version."""
+        if self.config.run_token:
+            _LIVE[(self.config.run_token, inst.route_key)] = (version, inst)
+
+    def _instance(self, key: Any) -> int:
+        """The instance number of a grouping key: the physical route key mod G
+        (:mod:`pipeline.diffusion.placement`; with the instance numbers as keys, itself)."""
+        return instance_of(int(key[0]), self.config.instance.router.groups)
 
     # ------------------------------------------------------------------ callbacks
     def handleInputRows(  # noqa: N802 - Spark API name
         self, key: Any, rows: Iterator[pd.DataFrame],
                         timerValues: TimerValues) -> Iterator[pd.DataFrame]:
-        route_key = int(key[0])
         frames = [f for f in rows if len(f)]
         if not frames:
             return
-        if route_key == DEADLETTER_KEY:  # rejected input: no state, no timer
+        if int(key[0]) == DEADLETTER_KEY:  # rejected input: no state, no timer
             for f in frames:
                 yield dead_letter_frame(f)
             return
+        route_key = self._instance(key)
         t0 = time.perf_counter()
         inst, version = self._load(route_key)
         t1 = time.perf_counter()
         frame = pd.concat(frames, ignore_index=True)
         out = inst.process(frame)
         t2 = time.perf_counter()
+        timer = self._deadline(inst)
         saved = self._save(inst, version)
-        self._arm()
+        if timer is not None:
+            self.handle.registerTimer(timer)
         log.info("micro-batch", route_key=route_key, rows=len(frame),
                  load_s=round(t1 - t0, 3), process_s=round(t2 - t1, 3),
                  save_s=round(time.perf_counter() - t2, 3),
@@ -246,10 +278,19 @@ class JoinProcessor(StatefulProcessor):
     def handleExpiredTimer(  # noqa: N802 - Spark API name
         self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
-        if not self._has_state():
+        stored = self._stored()
+        if not stored[0]:
             return
-        inst, version = self._load(int(key[0]))
+        inst, version = self._load(self._instance(key), stored)
+        deadline = inst.meta.get("idle_deadline_ms")
+        now = timerValues.getCurrentProcessingTimeInMs() if timerValues is not None else None
+        if deadline is not None and now is not None and now < int(deadline):
+            # input came after this timer was set: move it to the deadline, flush nothing
+            self.handle.registerTimer(int(deadline))
+            self._keep_live(inst, version)
+            return
         out = inst.flush()
+        inst.meta["flush_timer"] = False
         self._save(inst, version)
         yield from out
 

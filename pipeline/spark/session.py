@@ -37,6 +37,8 @@ class SessionConfig:
     shuffle_partitions: int = 4
     driver_memory: str = "1g"
     python: str = sys.executable
+    #: the Spark UI and its REST API (``harvest bench peer`` reads task times from it)
+    ui: bool = False
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form (logs, reports)."""
@@ -47,6 +49,7 @@ class SessionConfig:
             "shuffle_partitions": self.shuffle_partitions,
             "driver_memory": self.driver_memory,
             "python": self.python,
+            "ui": self.ui,
         }
 
     @classmethod
@@ -59,6 +62,7 @@ class SessionConfig:
             shuffle_partitions=int(snap["shuffle_partitions"]),
             driver_memory=str(snap["driver_memory"]),
             python=str(snap["python"]),
+            ui=bool(snap.get("ui", False)),
         )
 
 
@@ -92,7 +96,7 @@ def build_session(config: SessionConfig) -> SparkSession:
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
+        .config("spark.ui.enabled", "true" if config.ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
     )

@@ -197,9 +197,17 @@ class JobSpec(BaseModel):
     speedup: float = Field(default=1.0, gt=0.0)
     budget: Literal["virtual", "wall"] = "wall"
     topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")
-    shuffle_partitions: int = Field(default=4, ge=1)
+    #: ``spark.sql.shuffle.partitions``; None = ``groups`` (each route key runs in a
+    #: partition of its own, ARCHITECTURE §6, and no task runs empty)
+    shuffle_partitions: int | None = Field(default=None, ge=1)
     mode: Literal["join", "passthrough"] = "join"
     idle_flush_ms: int = Field(default=3_000, gt=0)
+
+    @property
+    def partitions(self) -> int:
+        """The shuffle partitions the job runs with: ``shuffle_partitions``, else
+        ``groups``."""
+        return self.shuffle_partitions or self.groups
 
 
 class Spec(BaseModel):

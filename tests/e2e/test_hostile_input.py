@@ -144,7 +144,7 @@ def test_hostile_input_reaches_the_dead_letters_and_results_equal_oracle(
     assert sum(counted.values()) >= dups  # a tuple copied to both instances counts twice
 
     # the valid results are the oracle's, none invented by the far-future tuples
-    ids = Counter()
+    ids: Counter[str] = Counter()
     for r in read_topic(kafka_bootstrap, results_topic(topic_prefix)):
         assert isinstance(r, Consumed)
         ids[str(r.record["id"])] += 1

@@ -1,0 +1,549 @@
+"""`harvest bench peer [--quick]`: harvest's join against Spark's built-in stream-stream
+joins, on the same topics, spec and ``local[2]`` session.
+
+Workloads (3 streams, exponential delays, K = the largest delay, shedding off, so both
+methods must give the exact answer):
+
+* ``equi`` — 10,000 uniform keys, 1 s windows, 60,000 tuples per stream (1,000/s for
+  60 s of stream time); harvest: hash routing over 2 route keys;
+* ``band`` — the sensor streams, ``|a_i − a_j| ≤ ε`` (ε = 0.1), 10 s windows, 24,000
+  tuples per stream (100/s for 240 s); harvest: ATR over 2 route keys with segments of a
+  quarter of the stream; the built-in join equi-joins on ``⌊a/ε⌋`` with every later
+  stream exploded to the neighbouring buckets, then filters the exact band
+  (:mod:`pipeline.spark.builtin_join`).
+
+Parts (``--only`` runs some of them and merges them into the existing ``peer.json``):
+
+* ``drain`` — the input is published before the query starts; the query drains it from
+  the earliest offsets in micro-batches of a quarter of the backlog. Throughput = input
+  records (each counted once) / busy time (the micro-batches that read input or wrote
+  results: :mod:`bench.peer_runs`). The methods alternate (A B, then B A), after a
+  warm-up run of each (the first query of a Spark session pays the JVM's warm-up); the
+  best run of each is kept. Each row says whether its de-duplicated result set equals
+  the other method's (``results_equal``) and the oracle's.
+* ``overhead`` — near-empty micro-batches: 2 tuples/s per stream of the equi workload,
+  published in real time with a 1 s trigger; ``batch_overhead_ms`` is the median
+  duration of the batches with input (the first three left out), with Spark's
+  ``durationMs`` breakdown; alternated, best of the repeats.
+* ``streaming`` — per workload, the drain input replayed in real time at the built-in
+  join's measured capacity (1×): p50/p99 result latency of both methods over the steady
+  span (20–90 % of the completions).
+* ``scaling`` — the band backlog drained by harvest with 1 and 2 route keys on
+  ``local[2]`` (one shuffle partition per route key), alternated, best of the repeats;
+  ``replication`` = routed rows / input rows (ATR copies); the UI's REST API gives the
+  keyed stage's task times, and ``overlap`` how long both instances ran at once.
+* ``cluster`` — the same with 2 and 4 route keys on a standalone cluster of two workers
+  with one core each (started and stopped by the bench; not in ``--quick``).
+
+Writes ``bench/results/peer.json`` and ``peer.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import write_json
+from bench.peer_plot import plot
+from bench.peer_runs import (
+    BUILTIN,
+    HARVEST,
+    METHODS,
+    QueryRun,
+    drive,
+    keyed_stage_tasks,
+    load_avg,
+    overlap,
+    read_results,
+    start_query,
+    steady_latency,
+    wait_started,
+)
+from pipeline.core.errors import ConfigError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
+
+log = get_logger(__name__)
+
+PARTS = ("drain", "overhead", "streaming", "scaling", "cluster")
+STREAMS = ("s1", "s2", "s3")
+DISORDER = "exp:mean=150"
+TRIGGER_MS = 500
+IDLE_FLUSH_MS = 2_000
+GROUPS = 2
+#: harvest ≥ this × the built-in join's rows/s (the issue's target), and groups = 2 ≥
+#: this × groups = 1
+TARGET_RATIO, TARGET_SCALING = 3.0, 1.4
+#: near-empty micro-batches: tuples/s per stream, seconds, batches left out at the start
+OVERHEAD_RATE, OVERHEAD_TRIGGER_MS, OVERHEAD_SKIP = 2.0, 1_000, 3
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload's records, join and routing."""
+
+    name: str
+    source: str  # harvest's workload name (input topics, schema)
+    records: list[dict[str, Any]]
+    join: dict[str, Any]
+    routing: str
+    segment_ms: int
+    rate: float  # tuples/s per stream, stream time
+    slack_ms: int
+    truth: frozenset[str]
+
+    @property
+    def per_stream(self) -> int:
+        return len(self.records) // len(STREAMS)
+
+
+def _workloads(quick: bool) -> dict[str, Workload]:
+    from connectors.workloads import WorkloadSpec, generate, parse_model
+    from connectors.workloads.params import EquiParams
+    from pipeline.quality.oracle import oracle
+    from pipeline.spec.model import parse_spec
+
+    out = {}
+    equi_s, band_s = (12.0, 60.0) if quick else (60.0, 240.0)
+    uniform = EquiParams(domain=10_000, initial_skew=0.0, skew_min=0.0, skew_max=0.0,
+                         gap_min_s=1e9, gap_max_s=1e9)
+    for name, source, rate, seconds, join, routing in (
+        ("equi", "equi", 1_000.0, equi_s,
+         {"window_ms": 1_000, "predicate": "equi", "attribute": "a1"}, "hash"),
+        ("band", "sensors", 100.0, band_s,
+         {"window_ms": 10_000, "predicate": "band", "attribute": "value", "epsilon": 0.1},
+         "atr"),
+    ):
+        records = generate(WorkloadSpec(
+            source, streams=len(STREAMS), rates=(rate,), duration_s=seconds,  # type: ignore[arg-type]
+            disorder=(parse_model(DISORDER),), seed=19,
+            params=uniform if source == "equi" else None))
+        full = {"streams": list(STREAMS), **join}
+        truth = frozenset(r.id for r in oracle(parse_spec({"join": full}).join, records))
+        slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
+        out[name] = Workload(name, source, records, full, routing,
+                             int(seconds * 1000) // 4, rate, slack, truth)
+    return out
+
+
+def _spec(w: Workload, prefix: str, out_topic: str, groups: int, max_offsets: int | None,
+          trigger_ms: int) -> Any:
+    from pipeline.spec.model import parse_spec
+
+    job: dict[str, Any] = {"workload": w.source, "routing": w.routing, "groups": groups,
+                           "segment_ms": w.segment_ms, "trigger_ms": trigger_ms,
+                           "idle_flush_ms": IDLE_FLUSH_MS, "topic_prefix": prefix}
+    if max_offsets is not None:
+        job["max_offsets_per_trigger"] = max_offsets
+    return parse_spec({"join": w.join, "disorder": {"mode": "fixed", "slack_ms": w.slack_ms},
+                       "shedding": {"mode": "off"}, "job": job,
+                       "output": {"topic": out_topic}})
+
+
+def _publish(settings: Settings, prefix: str, w: Workload, speedup: float | None) -> None:
+    from connectors.io.producer import Pacing, ProducerConfig, publish
+    from connectors.io.serde import AvroSerde
+    from connectors.io.topics import input_topic, schema_for
+
+    report = publish(
+        w.records, config=ProducerConfig.from_settings(settings),
+        serde=AvroSerde.from_dir(settings.schemas_dir), schema_name=schema_for(w.source),
+        topic_of=lambda r: input_topic(prefix, w.source, str(r["stream"])),
+        key_of=lambda r: str(r["stream"]).encode(),
+        pace=Pacing(speedup=speedup) if speedup is not None else None)
+    report.raise_on_failure()
+
+
+class Bench:
+    """The shared pieces of one bench run: settings, work folder, the input topics."""
+
+    def __init__(self, settings: Settings, quick: bool) -> None:
+        self.settings = settings
+        self.quick = quick
+        self.workdir = settings.cache_dir / "bench-peer"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.tag = uuid.uuid4().hex[:6]
+        self.runs = 0
+        self.prefixes: dict[str, str] = {}
+
+    def input_prefix(self, w: Workload) -> str:
+        """The drain topics of ``w``, published once (before any query reads them)."""
+        if w.name not in self.prefixes:
+            prefix = f"bpr{self.tag}{w.name}"
+            self._prepare(w, prefix)
+            _publish(self.settings, prefix, w, None)
+            self.prefixes[w.name] = prefix
+        return self.prefixes[w.name]
+
+    def _prepare(self, w: Workload, prefix: str) -> None:
+        from connectors.io.admin import ensure_topics
+        from connectors.io.topics import input_topic
+
+        ensure_topics(self.settings.resolved_bootstrap(),
+                      [input_topic(prefix, w.source, s) for s in STREAMS],
+                      client_config=self.settings.kafka_client_config())
+
+    def run(self, spark: Any, w: Workload, method: str, *, groups: int = GROUPS,
+            partitions: int = GROUPS, max_offsets: int | None = None,
+            trigger_ms: int = TRIGGER_MS, paced: float | None = None,
+            max_s: float = 1_800.0) -> tuple[QueryRun, Any]:
+        """One query on ``w``: the drain topics, or (``paced`` = speed-up) fresh topics
+        published in real time after the query started. Returns the run and its config."""
+        from connectors.io.serde import AvroSerde
+        from pipeline.spark.submit import job_config, prepare_topics
+
+        self.runs += 1
+        prefix = f"bpr{self.tag}p{self.runs}" if paced is not None else self.input_prefix(w)
+        name = f"{method.replace('-', '')}{self.runs}"
+        spec = _spec(w, prefix, f"{prefix}.out.{name}", groups, max_offsets, trigger_ms)
+        settings = self.settings.model_copy(update={"topic_prefix": prefix})
+        cfg = job_config(spec, settings, checkpoint=str(self.workdir / f"{self.tag}-{name}"))
+        prepare_topics(cfg, settings)
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        run = QueryRun(method)
+        begin = time.monotonic()
+        load0 = load_avg()
+        query = start_query(spark, method, cfg, AvroSerde.from_dir(self.settings.schemas_dir),
+                            w.slack_ms)
+        publisher = None
+        if paced is not None:
+            wait_started(query)
+            publisher = threading.Thread(target=_publish, args=(settings, prefix, w, paced),
+                                         daemon=True)
+            publisher.start()
+        try:
+            drive(query, run, expect_rows=len(w.records),
+                  flush_ms=IDLE_FLUSH_MS if method == HARVEST else None, max_s=max_s)
+        finally:
+            if publisher is not None:
+                publisher.join(timeout=600)
+        run.wall_s = round(time.monotonic() - begin, 1)
+        run.load = (load0, load_avg())
+        read_results(run, settings, cfg.output_topics[0],
+                     cfg.input_topics if paced is not None else None)
+        return run, cfg
+
+
+def _row(w: Workload, run: QueryRun, other: set[str] | None) -> dict[str, Any]:
+    busy = run.busy_s
+    return {"workload": w.name, "method": run.method, "input_rows": run.input_rows,
+            "busy_s": round(busy, 2),
+            "rows_per_s": round(run.input_rows / busy, 1) if busy > 0 else None,
+            "results": len(run.ids),
+            "results_equal": None if other is None else run.ids == other,
+            "equals_oracle": run.ids == w.truth, "duplicates": run.records - len(run.ids),
+            "batches": len(run.busy), "wall_s": run.wall_s, "stopped": run.stopped,
+            "load_avg": list(run.load)}
+
+
+def _best(runs: list[QueryRun]) -> QueryRun:
+    return max(runs, key=lambda r: r.input_rows / r.busy_s if r.busy_s > 0 else 0.0)
+
+
+def _head(w: Workload, share: int) -> Workload:
+    """The first 1/``share`` of ``w`` (a warm-up run; no oracle)."""
+    return Workload(f"{w.name}-warmup", w.source, w.records[:len(w.records) // share], w.join,
+                    w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset())
+
+
+def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
+               ) -> dict[str, Any]:
+    """Both methods on each workload's backlog, alternated, best of ``reps``."""
+    warm = _head(ws["equi"], 10)
+    for method in METHODS:  # JVM, Python workers, planning caches
+        print(f"[bench peer] warm-up {method}", flush=True)
+        bench.run(spark, warm, method, max_offsets=len(warm.records) // 2)
+    rows: list[dict[str, Any]] = []
+    for w in ws.values():
+        runs: dict[str, list[QueryRun]] = {m: [] for m in METHODS}
+        for rep in range(reps):
+            for method in METHODS if rep % 2 == 0 else METHODS[::-1]:
+                run, _ = bench.run(spark, w, method, max_offsets=len(w.records) // 4)
+                runs[method].append(run)
+                print(f"[bench peer] drain {w.name} {method}: {run.input_rows} rows in "
+                      f"{run.busy_s:.1f} s busy, {len(run.ids)} results (oracle "
+                      f"{len(w.truth)}), load {run.load}", flush=True)
+        best = {m: _best(r) for m, r in runs.items()}
+        for m in METHODS:
+            other = best[BUILTIN if m == HARVEST else HARVEST].ids
+            row = _row(w, best[m], other)
+            row["runs_rows_per_s"] = [round(r.input_rows / r.busy_s, 1) if r.busy_s else None
+                                      for r in runs[m]]
+            rows.append(row)
+    ratio = {}
+    for name in ws:
+        h, b = (next(r for r in rows if r["workload"] == name and r["method"] == m)
+                for m in METHODS)
+        ratio[name] = (round(h["rows_per_s"] / b["rows_per_s"], 3)
+                    if h["rows_per_s"] and b["rows_per_s"] else None)
+    return {"rows": rows, "ratio": ratio}
+
+
+def _overhead_workload(ws: dict[str, Workload], seconds: float) -> Workload:
+    from connectors.workloads import WorkloadSpec, generate, parse_model
+    from connectors.workloads.params import EquiParams
+
+    base = ws["equi"]
+    records = generate(WorkloadSpec(
+        "equi", streams=len(STREAMS), rates=(OVERHEAD_RATE,), duration_s=seconds,
+        disorder=(parse_model(DISORDER),), seed=23,
+        params=EquiParams(domain=10_000, initial_skew=0.0, skew_min=0.0, skew_max=0.0,
+                          gap_min_s=1e9, gap_max_s=1e9)))
+    slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
+    return Workload("overhead", "equi", records, base.join, "hash", base.segment_ms,
+                    OVERHEAD_RATE, slack, frozenset())
+
+
+def overhead_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
+                  seconds: float) -> dict[str, Any]:
+    """Median duration of near-empty micro-batches per method, best of ``reps``."""
+    w = _overhead_workload(ws, seconds)
+    detail: dict[str, list[dict[str, Any]]] = {m: [] for m in METHODS}
+    for rep in range(reps):
+        for method in METHODS if rep % 2 == 0 else METHODS[::-1]:
+            run, _ = bench.run(spark, w, method, paced=1.0,
+                               trigger_ms=OVERHEAD_TRIGGER_MS, max_s=seconds + 300)
+            fed = [b for b in run.batches if b.input_rows > 0][OVERHEAD_SKIP:]
+            if not fed:
+                continue
+            phases = sorted({k for b in fed for k in b.phases})
+            detail[method].append({
+                "batch_ms_p50": statistics.median(b.ms for b in fed),
+                "rows_per_batch_p50": statistics.median(b.input_rows for b in fed),
+                "batches": len(fed),
+                "phases_ms_p50": {k: statistics.median(b.phases.get(k, 0.0) for b in fed)
+                                  for k in phases},
+                "load_avg": list(run.load)})
+            print(f"[bench peer] overhead {method}: median batch "
+                  f"{detail[method][-1]['batch_ms_p50']:.0f} ms over {len(fed)} batches, "
+                  f"load {run.load}", flush=True)
+    best = {m: min(d, key=lambda x: x["batch_ms_p50"]) for m, d in detail.items() if d}
+    return {"batch_overhead_ms": {m: best[m]["batch_ms_p50"] for m in best},
+            "overhead": {"rate_per_stream": OVERHEAD_RATE, "trigger_ms": OVERHEAD_TRIGGER_MS,
+                         "seconds": seconds, "skip_batches": OVERHEAD_SKIP, "best": best,
+                         "runs": detail}}
+
+
+def streaming_part(spark: Any, bench: Bench, ws: dict[str, Workload],
+                   drain: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each workload replayed in real time at the built-in join's capacity."""
+    out = []
+    for w in ws.values():
+        cap = next((r["rows_per_s"] for r in drain["rows"]
+                    if r["workload"] == w.name and r["method"] == BUILTIN), None)
+        if not cap:
+            continue
+        speedup = cap / (w.rate * len(STREAMS))
+        row: dict[str, Any] = {"workload": w.name, "offered_rows_per_s": round(cap, 1),
+                               "speedup": round(speedup, 3), "by_method": {}}
+        ids: dict[str, set[str]] = {}
+        for method in METHODS:
+            run, _ = bench.run(spark, w, method, paced=speedup,
+                               max_s=len(w.records) / cap + 600)
+            p50, p99, n = steady_latency(run.latencies)
+            ids[method] = run.ids
+            row["by_method"][method] = {
+                "p50_ms": p50, "p99_ms": p99, "latencies": n, "results": len(run.ids),
+                "equals_oracle": run.ids == w.truth, "batches": len(run.busy),
+                "batch_ms_p50": statistics.median(b.ms for b in run.busy) if run.busy else None,
+                "wall_s": run.wall_s, "stopped": run.stopped, "load_avg": list(run.load)}
+            print(f"[bench peer] streaming {w.name} {method} at {cap:.0f} rows/s: p50 {p50} "
+                  f"p99 {p99} ms, load {run.load}", flush=True)
+        row["results_equal"] = ids[HARVEST] == ids[BUILTIN]
+        row["p50_ms"] = row["by_method"][HARVEST]["p50_ms"]
+        row["p99_ms"] = row["by_method"][HARVEST]["p99_ms"]
+        out.append(row)
+    return out
+
+
+def replication(w: Workload, groups: int) -> float:
+    """Routed rows / input rows of ``w`` over ``groups`` route keys (ATR copies)."""
+    import numpy as np
+
+    from pipeline.diffusion.routing import Router, RouterConfig
+
+    spec = _spec(w, "x", "x.out", groups, None, TRIGGER_MS)
+    index = {s: i for i, s in enumerate(STREAMS)}
+    rows, _ = Router(RouterConfig.from_spec(spec)).route_batch(
+        np.array([index[str(r["stream"])] for r in w.records]),
+        np.array([int(r["event_time"]) for r in w.records]),
+        np.array([r[w.join["attribute"]] for r in w.records]))
+    return round(len(rows) / len(w.records), 3)
+
+
+def scaling_part(spark: Any, bench: Bench, w: Workload, groups: tuple[int, ...], reps: int,
+                 master: str) -> list[dict[str, Any]]:
+    """The backlog of ``w`` drained by harvest over each number of route keys (one
+    shuffle partition each), alternated, best of ``reps``, with the task overlap."""
+    runs: dict[int, list[tuple[QueryRun, dict[str, Any]]]] = {g: [] for g in groups}
+    warm = _head(w, 10)  # a new session: JVM, Python workers, planning caches
+    for g in groups:
+        print(f"[bench peer] warm-up {master} G={g}", flush=True)
+        bench.run(spark, warm, HARVEST, groups=g, partitions=g,
+                  max_offsets=len(warm.records) // 2)
+    for rep in range(reps):
+        for g in groups if rep % 2 == 0 else groups[::-1]:
+            since = time.time() * 1000.0
+            run, _ = bench.run(spark, w, HARVEST, groups=g, partitions=g,
+                               max_offsets=len(w.records) // 2)
+            tasks = overlap(keyed_stage_tasks(spark, since, g))
+            runs[g].append((run, tasks))
+            print(f"[bench peer] scaling {master} G={g}: {run.input_rows / run.busy_s:.0f} "
+                  f"rows/s, overlap {tasks['overlap_share']}, load {run.load}", flush=True)
+    out = []
+    for g in groups:
+        run, tasks = max(runs[g], key=lambda x: x[0].input_rows / max(x[0].busy_s, 1e-9))
+        out.append({"workload": w.name, "groups": g, "master": master,
+                    "busy_s": round(run.busy_s, 2),
+                    "rows_per_s": round(run.input_rows / run.busy_s, 1),
+                    "replication": replication(w, g), "input_rows": run.input_rows,
+                    "results": len(run.ids), "equals_oracle": run.ids == w.truth,
+                    "overlap": tasks, "batches": len(run.busy), "load_avg": list(run.load),
+                    "runs_rows_per_s": [round(r.input_rows / r.busy_s, 1)
+                                        for r, _ in runs[g]]})
+    return out
+
+
+def _session(settings: Settings, master: str, ui: bool) -> Any:
+    from pipeline.spark.session import SessionConfig, build_session, connector_jars
+
+    return build_session(SessionConfig(master=master, app_name="harvest-bench-peer",
+                                       jars=connector_jars(settings),
+                                       shuffle_partitions=GROUPS, ui=ui))
+
+
+def cluster_part(bench: Bench, w: Workload, reps: int) -> list[dict[str, Any]]:
+    """Scaling on a standalone cluster of two one-core workers (2 and 4 route keys)."""
+    from pipeline.spark.cluster import ClusterConfig, StandaloneCluster
+
+    cluster = StandaloneCluster(ClusterConfig(
+        state_dir=bench.workdir / "spark", master_port=7177, webui_port=8180,
+        worker_webui_port=8181, worker_cores=1, worker_memory="1536m", workers=2,
+        java_home=bench.settings.java_home))
+    status = cluster.up()
+    try:
+        spark = _session(bench.settings, str(status.master_url), ui=True)
+        try:
+            return scaling_part(spark, bench, w, (2, 4), reps,
+                                f"standalone, {status.workers_alive} workers × 1 core")
+        finally:
+            spark.stop()
+    finally:
+        cluster.down()
+
+
+def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
+    """Benchmark entry point (see the module docstring)."""
+    from connectors.launch.broker import LocalKafka
+    from connectors.launch.broker_config import BrokerConfig
+
+    parts = PARTS if only is None else tuple(p.strip() for p in only.split(",") if p.strip())
+    bad = [p for p in parts if p not in PARTS]
+    if bad:
+        raise ConfigError(f"--only: bench peer parts are {','.join(PARTS)}, got {bad}")
+    if quick and only is None:
+        parts = tuple(p for p in parts if p != "cluster")
+    status = LocalKafka(BrokerConfig.from_settings(settings)).up()
+    settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
+    path = results_dir / "peer.json"
+    old = json.loads(path.read_text()) if only is not None and path.exists() else {}
+    reps = 1 if quick else 2
+    ws = _workloads(quick)
+    bench = Bench(settings, quick)
+    payload: dict[str, Any] = {k: v for k, v in old.items() if k not in ("benchmark", "machine")}
+    payload.update(quick=quick, load_avg_start=load_avg(), workloads={
+        w.name: {"tuples_per_stream": w.per_stream, "rate": w.rate, "join": w.join,
+                 "routing": w.routing, "segment_ms": w.segment_ms, "slack_ms": w.slack_ms,
+                 "true_results": len(w.truth)} for w in ws.values()},
+        groups=GROUPS, trigger_ms=TRIGGER_MS, disorder=DISORDER)
+    if {"drain", "overhead", "streaming"} & set(parts):
+        spark = _session(settings, "local[2]", ui=False)
+        try:
+            if "drain" in parts:
+                payload.update(drain_part(spark, bench, ws, reps))
+            if "overhead" in parts:
+                payload.update(overhead_part(spark, bench, ws, reps, 20.0 if quick else 45.0))
+            if "streaming" in parts and payload.get("rows"):
+                payload["streaming"] = streaming_part(spark, bench, ws, payload)
+        finally:
+            spark.stop()
+    scaling = [r for r in payload.get("scaling", [])
+               if not (("scaling" in parts and r["master"] == "local[2]")
+                       or ("cluster" in parts and r["master"] != "local[2]"))]
+    if "scaling" in parts:
+        spark = _session(settings, "local[2]", ui=True)
+        try:
+            scaling = scaling_part(spark, bench, ws["band"], (1, 2), reps, "local[2]") + scaling
+        finally:
+            spark.stop()
+    if "cluster" in parts:
+        scaling += cluster_part(bench, ws["band"], reps)
+    payload["scaling"] = scaling
+    payload["load_avg_end"] = load_avg()
+    payload["targets_met"] = targets(payload)
+    payload["summary"] = summary(payload)
+    write_json("peer", payload, results_dir)
+    plot(payload, results_dir)
+    for line in payload["summary"]:
+        print(line)
+    equal = all(r.get("results_equal") is not False and r.get("equals_oracle", True)
+                for r in payload.get("rows", []))
+    return 0 if equal else 1
+
+
+def _scale(payload: dict[str, Any], master_local: bool, a: int, b: int) -> float | None:
+    rows = {r["groups"]: r for r in payload.get("scaling", [])
+            if (r["master"] == "local[2]") == master_local}
+    if a in rows and b in rows and rows[a]["rows_per_s"]:
+        return round(rows[b]["rows_per_s"] / rows[a]["rows_per_s"], 3)
+    return None
+
+
+def targets(payload: dict[str, Any]) -> dict[str, Any]:
+    """The issue's targets, measured."""
+    ratio = payload.get("ratio", {})
+    over = payload.get("batch_overhead_ms", {})
+    local = _scale(payload, True, 1, 2)
+    out: dict[str, Any] = {
+        f"harvest>={TARGET_RATIO:g}x_builtin_{w}": (r is not None and r >= TARGET_RATIO)
+        for w, r in ratio.items()}
+    out[f"groups2>={TARGET_SCALING:g}x_groups1_local"] = local is not None and (
+        local >= TARGET_SCALING)
+    if HARVEST in over and BUILTIN in over:
+        out["batch_overhead<=builtin"] = over[HARVEST] <= over[BUILTIN]
+    out["results_equal"] = all(r.get("results_equal") is True for r in payload.get("rows", []))
+    return out
+
+
+def summary(payload: dict[str, Any]) -> list[str]:
+    """Printed lines (also in the JSON)."""
+    lines = []
+    for w, r in payload.get("ratio", {}).items():
+        rows = {x["method"]: x for x in payload["rows"] if x["workload"] == w}
+        lines.append(f"drain {w}: harvest {rows[HARVEST]['rows_per_s']} vs spark-builtin "
+                     f"{rows[BUILTIN]['rows_per_s']} rows/s ({r}×); results equal "
+                     f"{rows[HARVEST]['results_equal']}")
+    over = payload.get("batch_overhead_ms", {})
+    if over:
+        lines.append("near-empty micro-batch: " + ", ".join(
+            f"{m} {v:.0f} ms" for m, v in over.items()))
+    for s in payload.get("streaming", []):
+        lines.append(f"streaming {s['workload']} at {s['offered_rows_per_s']} rows/s: " + ", ".join(
+            f"{m} p50 {v['p50_ms']} p99 {v['p99_ms']} ms" for m, v in s["by_method"].items()))
+    for r in payload.get("scaling", []):
+        lines.append(f"scaling {r['master']} G={r['groups']}: {r['rows_per_s']} rows/s, "
+                     f"replication {r['replication']}, overlap "
+                     f"{r['overlap'].get('overlap_share')}")
+    local = _scale(payload, True, 1, 2)
+    if local is not None:
+        lines.append(f"local[2]: groups=2 / groups=1 = {local}×")
+    cluster = _scale(payload, False, 2, 4)
+    if cluster is not None:
+        lines.append(f"standalone: groups=4 / groups=2 = {cluster}×")
+    return lines
