@@ -1,13 +1,18 @@
 """How fast can the full (unshed) join go here? — a measured estimate for the demo and bench.
 
 The wall budget of GrubJoin inside Spark (ARCHITECTURE §5) gives each operator instance
-``utilization / speedup`` seconds of join time per second of stream time. We time the
-in-process :class:`~pipeline.operators.engine.Engine` (shedding off, the spec's
-quality-driven K policy or else K = the sample's maximum delay) on samples of the
-workload at two rates r₁ < r₂ tuples/s per stream and get c(r) = wall seconds of work
-per stream second. Each sample's windows are first filled with ``warm_seconds`` of its
-own input (inserted unprobed, not timed), so the timed span sees full windows, as the
-steady state does.
+``utilization / speedup`` seconds of work per second of stream time. We time what the
+Spark job's Python worker does with a micro-batch — the
+:class:`~pipeline.spark.instance.JoinInstance` (input validation, the member store,
+K-slack, the Synchronizer, the join, result rows) and its state changes — with shedding
+off (the spec's quality-driven K policy or else K = the sample's maximum delay), fed one
+trigger interval of input per call, on samples of the workload at rates r₁ < r₂ < …
+tuples/s per stream, and get c(r) = wall seconds of work per stream second. (Timing the
+bare :class:`~pipeline.operators.engine.Engine` instead, as before, left out the per-tuple
+work around the join, which the batched engine made the larger part: the job could not
+even read 2× that "capacity".) Each sample's windows are first filled with
+``warm_seconds`` of its own input (inserted unprobed, not timed), so the timed span sees
+full windows, as the steady state does.
 
 Per stream second the engine handles 3r tuples at a fixed cost each (K-slack,
 synchronizer, delay statistics, encoding, result building) and scans windows of r·W
@@ -27,14 +32,16 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
 from pipeline.operators.events import event_from_dump
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,20 @@ class Capacity:
             "quadratic": self.quadratic, "groups": self.groups, "speedup": self.speedup,
             "utilization": self.utilization, "capacity_rate": self.capacity_rate,
         }
+
+
+#: the second round's sample rates, as shares of the first round's estimate
+#: (:func:`refine_rates`)
+REFINE_SPREAD = (0.7, 1.0, 1.3)
+
+
+def refine_rates(first: Capacity, spread: Sequence[float] = REFINE_SPREAD
+                 ) -> tuple[float, ...]:
+    """Sample rates around a first estimate, for a second fit near the capacity. The
+    model a·r + b·r² leaves out the result rows, whose number grows as r³ (3-way): fitted
+    at low rates it overestimates the capacity (the demo's 150/450/750 samples said
+    2,342/s; timed at 1,500 and 2,500/s the instance reaches c = 0.6 near 1,750/s)."""
+    return tuple(float(round(first.capacity_rate * f)) for f in spread)
 
 
 def fit_cost(rates: Sequence[float], costs: Sequence[float]) -> tuple[float, float]:
@@ -119,20 +140,47 @@ def capacity_from_fit(linear: float, quadratic: float, groups: int, speedup: flo
     return (-linear + math.sqrt(linear * linear + 4 * quadratic * budget)) / (2 * quadratic)
 
 
-def timing_config(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> EngineConfig:
-    """The engine config the capacity is timed with: shedding off; the spec's
-    quality-driven K policy kept (its per-tuple statistics and the exact n^× of every
-    probe are part of what the job pays per tuple), any other policy replaced by a
-    fixed K = the sample's maximum delay, which makes the join exact."""
+def timing_spec(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> Spec:
+    """The spec the capacity is timed with: shedding off; the spec's quality-driven K
+    policy kept (its per-tuple statistics and the exact n^× of every probe are part of
+    what the job pays per tuple), any other policy replaced by a fixed K = the sample's
+    maximum delay, which makes the join exact."""
     disorder = spec.disorder
     if disorder.mode != "quality":
         max_delay = max((int(r["arrival_time"]) - int(r["event_time"]) for r in sample),
                         default=0)
         disorder = disorder.model_copy(update={"mode": "fixed", "slack_ms": max(0, max_delay)})
-    return resolve_engine(spec.model_copy(update={
+    return spec.model_copy(update={
         "shedding": spec.shedding.model_copy(update={"mode": "off"}),
         "disorder": disorder,
-    }))
+    })
+
+
+def timing_config(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> EngineConfig:
+    """The engine config of :func:`timing_spec`."""
+    return resolve_engine(timing_spec(spec, sample))
+
+
+_HEADER = ("stream", "seq", "event_time", "arrival_time")
+
+
+def _frames(spec: Spec, records: Sequence[Mapping[str, Any]], attrs: Sequence[str]
+            ) -> list[pd.DataFrame]:
+    """The records as the job's micro-batches: one frame per trigger interval of arrival
+    time, with the envelope columns the processor hands the instance."""
+    import pandas as pd
+
+    index = {s: i for i, s in enumerate(spec.join.streams)}
+    step = max(1, spec.job.trigger_ms)
+    cuts: dict[int, list[Mapping[str, Any]]] = {}
+    for r in records:
+        cuts.setdefault(int(r["arrival_time"]) // step, []).append(r)
+    frames = []
+    for k in sorted(cuts):
+        f = pd.DataFrame(list(cuts[k]), columns=[*_HEADER, *attrs])
+        f.insert(0, "stream_idx", [index[s] for s in f["stream"]])
+        frames.append(f)
+    return frames
 
 
 def time_full_join(
@@ -140,11 +188,13 @@ def time_full_join(
     clock: Callable[[], float] = time.perf_counter, repeats: int = 1,
     ids: set[str] | None = None,
 ) -> tuple[float, int]:
-    """(wall seconds, results) of the full join (:func:`timing_config`) on the records of
-    ``sample`` with event time ≥ ``warm_seconds``; the earlier ones fill the windows
-    first, unprobed and untimed. With ``repeats`` > 1 the fastest run counts (noise from
-    other work only ever adds time); the sample is converted once for all runs. ``ids``
-    receives the result ids (of the last run), outside the timed span."""
+    """(wall seconds, results) of the full join (:func:`timing_config`) in the bare
+    :class:`~pipeline.operators.engine.Engine` on the records of ``sample`` with event
+    time ≥ ``warm_seconds``; the earlier ones fill the windows first, unprobed and
+    untimed. With ``repeats`` > 1 the fastest run counts; ``ids`` receives the result ids
+    (of the last run), outside the timed span. (The engine alone: ``harvest bench join``.)"""
+    from pipeline.operators.engine import Engine
+
     exact = timing_config(spec, sample)
     index = {s: i for i, s in enumerate(spec.join.streams)}
     events = [event_from_dump(r, index) for r in sample]
@@ -165,6 +215,48 @@ def time_full_join(
     return best, results
 
 
+def time_instance_join(
+    spec: Spec, sample: Sequence[Mapping[str, Any]], warm_seconds: float,
+    clock: Callable[[], float] = time.perf_counter, repeats: int = 1,
+    ids: set[str] | None = None,
+) -> tuple[float, int]:
+    """(wall seconds, results) of the full join (:func:`timing_spec`) through the job's
+    join instance on the records of ``sample`` with event time ≥ ``warm_seconds``, one
+    micro-batch per trigger interval, each followed by its state changes (what the
+    processor saves); the earlier records fill the windows first, unprobed and untimed.
+    With ``repeats`` > 1 the fastest run counts (noise from other work only ever adds
+    time); the sample is converted once for all runs. ``ids`` receives the result ids
+    (of the last run), outside the timed span."""
+    from pipeline.spark.instance import InstanceConfig, JoinInstance
+
+    exact = timing_spec(spec, sample)
+    index = {s: i for i, s in enumerate(spec.join.streams)}
+    attrs = sorted({k for r in sample for k in r} - set(_HEADER))
+    warm_ms = int(warm_seconds * 1000)
+    warm = sorted((event_from_dump(r, index) for r in sample if int(r["event_time"]) < warm_ms),
+                  key=lambda e: e.ts)
+    frames = _frames(exact, [r for r in sample if int(r["event_time"]) >= warm_ms], attrs)
+    config = InstanceConfig.from_spec(exact, attrs)
+    best, results = float("inf"), 0
+    for _ in range(repeats):
+        inst = JoinInstance(config, 0, clock)
+        inst.engine.preload(warm)
+        start = clock()
+        out = []
+        for f in frames:
+            out += inst.process(f)
+            inst.changes()
+        out += inst.flush()
+        best = min(best, max(clock() - start, 1e-6))
+        got = [i for f in out if "kind" in f.columns
+               for i in f.loc[f["kind"] == "result", "id"].tolist()]
+        results = len(got)
+        if ids is not None:
+            ids.update(got)
+        del out
+    return best, results
+
+
 def measure_capacity(
     spec: Spec,
     samples: Mapping[float, Sequence[Mapping[str, Any]]],
@@ -175,18 +267,24 @@ def measure_capacity(
     repeats: int = 1,
     clock: Callable[[], float] = time.perf_counter,
     ids: Mapping[float, set[str]] | None = None,
+    through: str = "engine",
 ) -> Capacity:
     """Time the full join on each sample (``{rate: dump records}``, each covering
     ``warm_seconds + sample_seconds`` of stream time; the fastest of ``repeats`` runs)
     and derive the capacity. Sample rates near the expected capacity fit the quadratic
     term best (at low rates the fixed per-tuple cost dominates). ``ids[rate]``, where
-    given, receives that sample's result ids."""
+    given, receives that sample's result ids. ``through``: ``engine`` times the bare
+    engine (:func:`time_full_join`), ``instance`` the job's join instance with its
+    micro-batches (:func:`time_instance_join`; the Spark job's capacity)."""
+    if through not in ("engine", "instance"):
+        raise ConfigError(f"capacity: through must be engine|instance, got {through!r}")
+    timer = time_instance_join if through == "instance" else time_full_join
     rates = sorted(samples)
     walls: list[float] = []
     results = 0
     for r in rates:
-        wall, n = time_full_join(spec, samples[r], warm_seconds, clock, repeats,
-                                 None if ids is None else ids.get(r))
+        wall, n = timer(spec, samples[r], warm_seconds, clock, repeats,
+                        None if ids is None else ids.get(r))
         walls.append(wall)
         results += n
     costs = [w / sample_seconds for w in walls]

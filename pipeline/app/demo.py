@@ -28,7 +28,7 @@ from pydantic import SecretStr
 from connectors.io.consumer import Consumed, ConsumerConfig, consume
 from connectors.io.serde import AvroSerde
 from connectors.workloads import WorkloadSpec, generate, parse_model
-from pipeline.app.capacity import Capacity, measure_capacity
+from pipeline.app.capacity import Capacity, measure_capacity, refine_rates
 from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.jsonl import read_jsonl
 from pipeline.core.logging import get_logger
@@ -127,8 +127,13 @@ def calibrate(cfg: DemoConfig, spec: Spec) -> Capacity:
     warm_s = max(spec.join.windows) / 1000.0
     samples = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
                for r in (cfg.sample_rate, 3.0 * cfg.sample_rate, 5.0 * cfg.sample_rate)}
-    return measure_capacity(spec, samples, cfg.sample_seconds, speedup=cfg.speedup,
-                            warm_seconds=warm_s, repeats=2)
+    first = measure_capacity(spec, samples, cfg.sample_seconds, speedup=cfg.speedup,
+                             warm_seconds=warm_s, repeats=2, through="instance")
+    del samples  # a second fit near the first estimate (capacity.refine_rates)
+    near = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
+            for r in refine_rates(first)}
+    return measure_capacity(spec, near, cfg.sample_seconds, speedup=cfg.speedup,
+                            warm_seconds=warm_s, repeats=2, through="instance")
 
 
 def _read_topic(settings: Settings, topic: str) -> list[Consumed]:

@@ -27,6 +27,7 @@ controller settles below it and the load-induced queue drops stop.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,12 +47,19 @@ from pipeline.operators.harvest import (
     yield_order,
 )
 from pipeline.operators.hooks import PluginEnv, ProbeFeedback, ProbePlan
-from pipeline.operators.throttle import Ceiling, CeilingConfig, Throttle, ThrottleConfig
+from pipeline.operators.taildrop import queue_admit_run, queue_charge_run
+from pipeline.operators.throttle import (
+    Ceiling,
+    CeilingConfig,
+    JoinShare,
+    Throttle,
+    ThrottleConfig,
+)
 from pipeline.operators.virtual_cpu import (
     BudgetReading,
-    WallBudget,
-    make_budget,
-    restore_budget,
+    WallQueue,
+    make_queue_budget,
+    restore_queue_budget,
 )
 
 if TYPE_CHECKING:
@@ -141,9 +149,22 @@ class GrubJoinShedder:
             raise ConfigError(f"shedding.solver: 'exact' solves m <= {EXACT_MAX_M} streams, "
                               f"got {config.m}; use 'auto' or 'greedy'")
         self.config = config
-        self.budget = make_budget(sh.budget, sh.capacity, sh.queue, sh.utilization,
-                                  env.clock, env.speedup)
-        self.throttle = Throttle(ThrottleConfig(boost=sh.boost))
+        # the paper's bounded input buffers (§III-B): the virtual CPU's queue of ``queue``
+        # tuples, or on the wall clock a queue bounded in waiting time (``queue_ms``):
+        # when even the cheapest configuration cannot keep up, arrivals are dropped
+        # instead of the job falling behind its input (ours for the wall clock)
+        self.budget = make_queue_budget(sh.budget, sh.capacity, sh.queue,
+                                        float(sh.queue_bound_ms), sh.utilization,
+                                        env.clock, env.speedup)
+        #: the batch path's predicted modelled ms per admitted tuple and the queue's last
+        #: arrival before the run being joined (:func:`~pipeline.operators.taildrop.
+        #: queue_admit_run`)
+        self.service_ms = 0.0
+        self.last_before = 0.0
+        self.throttle = Throttle(ThrottleConfig(boost=sh.boost,
+                                                boost_by_headroom=sh.budget == "wall"))
+        #: wall clock: β and headroom of the join's own share (ours, throttle.JoinShare)
+        self.join_share = JoinShare(DECAY)
         self.ceiling = Ceiling(CeilingConfig())
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
@@ -205,20 +226,20 @@ class GrubJoinShedder:
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
 
-    def admit_run(self, streams: np.ndarray, now: int) -> bool:
-        """Ours (the engine's batch path): admit a whole run if the budget never drops —
-        the wall clock; the virtual CPU's queue depends on each previous tuple's cost,
-        so it answers False and the engine admits tuple by tuple."""
-        if type(self.budget) is not WallBudget:
-            return False
+    def admit_some(self, streams: np.ndarray, nows: np.ndarray) -> np.ndarray | None:
+        """Ours (the engine's batch path): the tuples of a run the wall queue admits, as
+        :meth:`admit` tuple by tuple; None on the virtual CPU, whose queue depends on each
+        previous tuple's cost (the engine then admits tuple by tuple)."""
+        if not isinstance(self.budget, WallQueue):
+            return None
         self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
-        self.budget.admit_run(int(streams.shape[0]))
-        return True
+        self.last_before = self.budget.last_now
+        return queue_admit_run(self.budget, nows, self.service_ms)
 
-    def charge_run(self, costs: np.ndarray, now: int) -> None:
-        """The run admitted by :meth:`admit_run` cost ``costs`` (one per tuple)."""
-        assert isinstance(self.budget, WallBudget)
-        self.budget.charge_run(costs.tolist())
+    def charge_some(self, costs: np.ndarray, nows: np.ndarray) -> None:
+        """The tuples admitted by :meth:`admit_some` cost ``costs`` (one per tuple)."""
+        assert isinstance(self.budget, WallQueue)
+        self.service_ms = queue_charge_run(self.budget, costs, nows, self.last_before)
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
@@ -232,6 +253,9 @@ class GrubJoinShedder:
         """One adaptation step (GrubJoin §IV-A, §IV-C, §IV-D, §V); a metrics row."""
         sh = self.config.shedding
         reading = self.budget.measure(now, sh.adapt_interval_ms)
+        if isinstance(self.budget, WallQueue):  # what z can shed (JoinShare)
+            beta, headroom = self.join_share.reading(reading, sh.adapt_interval_ms)
+            reading = dataclasses.replace(reading, beta=beta, headroom=headroom)
         # the z level the configuration in force uses (anti-windup, throttle docstring)
         z_old = self.throttle.z
         used = z_old if self.z_used is None else self.z_used
@@ -284,6 +308,8 @@ class GrubJoinShedder:
             "probe_share": round(self.share, 6),
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
+            **({"backlog_ms": round(self.budget.backlog_ms(), 3)}
+               if isinstance(self.budget, WallQueue) else {}),
             "pushed": reading.pushed,
             "consumed": reading.consumed,
             "rates_in": [round(float(r), 3) for r in rates],
@@ -354,6 +380,8 @@ class GrubJoinShedder:
             "z_model": self.z_model,
             "z_used": self.z_used,
             "share": self.share,
+            "service_ms": self.service_ms,
+            "join_share": self.join_share.snapshot(),
         }
 
     @classmethod
@@ -363,7 +391,9 @@ class GrubJoinShedder:
             raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
         obj = cls(config, env)
         try:
-            obj.budget = restore_budget(obj.budget, snap["budget"])
+            obj.budget = restore_queue_budget(obj.budget, snap["budget"])
+            obj.service_ms = float(snap.get("service_ms", 0.0))
+            obj.join_share = JoinShare.from_snapshot(snap.get("join_share"))
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             if "ceiling" in snap:
                 obj.ceiling = Ceiling.from_snapshot(obj.ceiling.config, snap["ceiling"])

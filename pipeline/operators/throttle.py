@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.virtual_cpu import BudgetReading
 
 #: z never goes below this (a direction with z = 0 would never produce or learn)
 Z_MIN = 1e-3
@@ -46,6 +47,10 @@ class ThrottleConfig:
 
     boost: float = 1.2
     cap_by_headroom: bool = True
+    #: ours (GrubJoin on the wall clock): under a measured headroom h the boost is
+    #: max(γ, √h), still capped at h × the level in use — z recovers from its floor in a
+    #: few steps instead of log(1/z)/log γ (35 steps of Δ from 0.001 to 0.5 at γ = 1.2)
+    boost_by_headroom: bool = False
 
     def __post_init__(self) -> None:
         if not self.boost > 1.0:
@@ -69,7 +74,10 @@ class Throttle:
         if beta < 1.0:
             z = beta * self.z
         else:
-            z = cfg.boost * self.z
+            boost = cfg.boost
+            if cfg.boost_by_headroom and headroom is not None and math.isfinite(headroom):
+                boost = max(boost, math.sqrt(headroom))
+            z = boost * self.z
             if cfg.cap_by_headroom and headroom is not None and math.isfinite(headroom):
                 base = self.z if used is None else min(self.z, max(Z_MIN, used))
                 z = min(z, headroom * base)
@@ -174,4 +182,59 @@ class Ceiling:
             obj.calm = bool(snap.get("calm", False))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"ceiling: bad snapshot {snap!r}") from exc
+        return obj
+
+
+class JoinShare:
+    """β and headroom of the join's own share of a wall budget (ours; GrubJoin on the
+    wall clock).
+
+    The wall budget's reading compares *all* the time spent with the time available, but
+    part of it z cannot shed: the micro-batch's work outside admit→charge (validation,
+    K-slack, the Synchronizer, result building; :meth:`~pipeline.operators.virtual_cpu.
+    WallBudget.observe_batch`). Counted against z, that part drives z down to its floor
+    whenever it alone comes near the budget — the join then produces almost nothing, and
+    z never recovers, while tail drop keeps joining what it admits. So the throttle
+    measures the join against what is left for it: headroom = (available − fixed) /
+    join time, where ``fixed`` is the overhead per second of stream time (decayed
+    averages: a micro-batch reports its overhead at its end, lumped into one interval)
+    times the interval. β (the paper's cut) = min(headroom, consumed / pushed), so the
+    bounded input queue's drops still cut z as in §IV-A; a batch that ended behind its
+    input (the lag cap) caps both. When the fixed part alone exceeds the budget, the
+    headroom is 0: z sits at its floor and the input queue drops arrivals — as it would
+    in front of any shedder — until the overhead falls back under the budget.
+    """
+
+    def __init__(self, decay: float = 0.5) -> None:
+        self.decay = decay
+        self.overhead_s = 0.0  # decayed sum of overhead seconds
+        self.span_s = 0.0  # decayed sum of interval seconds
+
+    def reading(self, r: BudgetReading, interval_ms: int) -> tuple[float, float]:
+        """(β, headroom) of the join's share for the interval just measured."""
+        interval_s = interval_ms / 1000.0
+        self.overhead_s = self.decay * self.overhead_s + r.overhead
+        self.span_s = self.decay * self.span_s + interval_s
+        fixed = self.overhead_s / self.span_s * interval_s if self.span_s > 0 else 0.0
+        left = r.available - fixed
+        join = max(0.0, r.spent - r.overhead)
+        headroom = 0.0 if left <= 0.0 else (left / join if join > 0.0 else math.inf)
+        if r.lag_cap is not None:
+            headroom = min(headroom, r.lag_cap)
+        beta = min(headroom, r.consumed / r.pushed if r.pushed else 1.0)
+        return beta, headroom
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"overhead_s": self.overhead_s, "span_s": self.span_s}
+
+    @classmethod
+    def from_snapshot(cls, snap: dict[str, Any] | None) -> JoinShare:
+        obj = cls()
+        if snap is None:
+            return obj
+        try:
+            obj.overhead_s = float(snap["overhead_s"])
+            obj.span_s = float(snap["span_s"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"join share: bad snapshot {snap!r}") from exc
         return obj

@@ -49,6 +49,13 @@ class BudgetReading:
     cost: float
     #: overflow episodes: runs of consecutive drops (ours; 1 = a single long probe)
     overflows: int = 0
+    #: wall budget (ours): seconds available and spent in the interval, and the part of
+    #: ``spent`` reported by :meth:`WallBudget.observe_batch` (outside admit→charge)
+    available: float = 0.0
+    spent: float = 0.0
+    overhead: float = 0.0
+    #: wall budget (ours): 1 / the last batch's lag ratio when it was behind, else None
+    lag_cap: float | None = None
 
 
 class Budget(Protocol):
@@ -196,6 +203,7 @@ class WallBudget:
         self.cost = 0.0
         self.timed_total = 0.0  # seconds timed between admit and charge, ever
         self.lag_cap: float | None = None  # 1 / lag ratio of the last batch, until read
+        self.overhead = 0.0  # seconds of spent reported by observe_batch, this interval
 
     def admit(self, now: int) -> bool:
         self.pushed += 1
@@ -228,6 +236,7 @@ class WallBudget:
         ``lag_ratio`` (freshest input's age / latency target) > 1 caps the next reading
         at 1 / lag_ratio (see the module docstring)."""
         self.spent += max(0.0, overhead_s)
+        self.overhead += max(0.0, overhead_s)
         if lag_ratio is not None and lag_ratio > 0:
             cap = 1.0 / lag_ratio
             self.lag_cap = cap if self.lag_cap is None else min(self.lag_cap, cap)
@@ -235,19 +244,24 @@ class WallBudget:
     def measure(self, now: int, interval_ms: int) -> BudgetReading:
         available = interval_ms / 1000.0 / self.config.speedup * self.config.utilization
         ratio = available / self.spent if self.spent > 0 else float("inf")
-        if self.lag_cap is not None:
-            ratio = min(ratio, self.lag_cap)
+        lag_cap = self.lag_cap
+        if lag_cap is not None:
+            ratio = min(ratio, lag_cap)
             self.lag_cap = None
         reading = BudgetReading(beta=ratio, headroom=ratio, pushed=self.pushed,
-                                consumed=self.pushed, dropped=0, cost=self.cost)
+                                consumed=self.pushed, dropped=0, cost=self.cost,
+                                available=available, spent=self.spent,
+                                overhead=self.overhead, lag_cap=lag_cap)
         self.spent = 0.0
+        self.overhead = 0.0
         self.pushed = 0
         self.cost = 0.0
         return reading
 
     def snapshot(self) -> dict[str, Any]:
         return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost,
-                "timed_total": self.timed_total, "lag_cap": self.lag_cap}
+                "timed_total": self.timed_total, "lag_cap": self.lag_cap,
+                "overhead": self.overhead}
 
     @classmethod
     def from_snapshot(cls, config: WallBudgetConfig, clock: Callable[[], float],
@@ -258,6 +272,7 @@ class WallBudget:
             obj.pushed = int(snap["pushed"])
             obj.cost = float(snap["cost"])
             obj.timed_total = float(snap.get("timed_total", 0.0))
+            obj.overhead = float(snap.get("overhead", 0.0))
             cap = snap.get("lag_cap")
             obj.lag_cap = None if cap is None else float(cap)
         except (KeyError, TypeError, ValueError) as exc:
@@ -351,7 +366,9 @@ class WallQueue(WallBudget):
         self.dropped_mark = self.dropped
         return BudgetReading(beta=beta, headroom=reading.headroom, pushed=pushed,
                              consumed=consumed, dropped=dropped, cost=reading.cost,
-                             overflows=overflows)
+                             overflows=overflows, available=reading.available,
+                             spent=reading.spent, overhead=reading.overhead,
+                             lag_cap=reading.lag_cap)
 
     def snapshot(self) -> dict[str, Any]:
         return {**super().snapshot(), "busy_until": self.busy_until,
@@ -368,16 +385,17 @@ class WallQueue(WallBudget):
         obj = cls(config, clock)
         obj.spent, obj.pushed, obj.cost = base.spent, base.pushed, base.cost
         obj.timed_total, obj.lag_cap = base.timed_total, base.lag_cap
-        try:
-            obj.busy_until = float(snap["busy_until"])
-            obj.last_now = float(snap["last_now"])
-            obj.stretch = float(snap["stretch"])
-            obj.admitted = int(snap["admitted"])
-            obj.dropped = int(snap["dropped"])
-            obj.dropped_mark = int(snap["dropped_mark"])
-            obj.overflows = int(snap["overflows"])
-            obj.last_dropped = bool(snap["last_dropped"])
-            obj.last_took = float(snap["last_took"])
+        obj.overhead = base.overhead
+        try:  # a plain wall budget's snapshot (GrubJoin before its queue): an empty queue
+            obj.busy_until = float(snap.get("busy_until", 0.0))
+            obj.last_now = float(snap.get("last_now", 0.0))
+            obj.stretch = float(snap.get("stretch", 1.0))
+            obj.admitted = int(snap.get("admitted", base.pushed))
+            obj.dropped = int(snap.get("dropped", 0))
+            obj.dropped_mark = int(snap.get("dropped_mark", 0))
+            obj.overflows = int(snap.get("overflows", 0))
+            obj.last_dropped = bool(snap.get("last_dropped", False))
+            obj.last_took = float(snap.get("last_took", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"wall queue: bad snapshot {snap!r}") from exc
         return obj

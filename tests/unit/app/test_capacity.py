@@ -8,10 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from pipeline.app.capacity import (
+    Capacity,
     capacity_from_fit,
     fit_cost,
     measure_capacity,
+    refine_rates,
     time_full_join,
+    time_instance_join,
     timing_config,
 )
 from pipeline.core.errors import ConfigError
@@ -126,3 +129,31 @@ def test_timing_config_keeps_the_quality_policy_else_makes_the_join_exact(
     assert cfg.disorder.mode == mode
     if slack is not None:
         assert cfg.disorder.slack_ms == want_max
+
+
+def test_instance_timing_runs_the_jobs_join_instance_exactly() -> None:
+    """``through="instance"``: the job's join instance (validation, member store, result
+    rows, state changes), one micro-batch per trigger interval — the same exact results
+    as the bare engine; warm-up tuples are inserted, not timed."""
+    spec = make_spec(3, "band", [300, 300, 300],
+                     shedding={"mode": "grubjoin", "budget": "wall"},
+                     disorder={"mode": "fixed", "slack_ms": 0}, job={"trigger_ms": 200})
+    dump = make_dump(5, 3, 80, max_gap=10, max_delay=40)
+    ids: set[str] = set()
+    now = iter(range(10**6))
+    wall, results = time_instance_join(spec, dump, 0.0, clock=lambda: float(next(now)),
+                                       ids=ids)
+    assert wall > 0
+    truth = {r.id for r in oracle(spec.join, dump)}
+    assert results == len(truth) and ids == truth
+    eng_ids: set[str] = set()
+    time_full_join(spec, dump, 0.0, ids=eng_ids)
+    assert eng_ids == truth
+    with pytest.raises(ConfigError, match="through"):
+        measure_capacity(spec, {1.0: dump, 2.0: dump}, 1.0, speedup=1.0, through="spark")
+
+
+def test_refine_rates_sample_around_the_first_estimate() -> None:
+    first = Capacity((150.0, 450.0), 15.0, 0.0, (1.0, 2.0), 0, (0.1, 0.3), 1e-4, 1e-7, 1,
+                     1.0, 0.6, 2000.0)
+    assert refine_rates(first) == (1400.0, 2000.0, 2600.0)

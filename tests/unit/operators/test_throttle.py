@@ -11,9 +11,11 @@ from pipeline.operators.throttle import (
     Z_MIN,
     Ceiling,
     CeilingConfig,
+    JoinShare,
     Throttle,
     ThrottleConfig,
 )
+from pipeline.operators.virtual_cpu import BudgetReading
 
 
 @pytest.mark.parametrize(
@@ -112,3 +114,49 @@ def test_bad_values() -> None:
 def test_snapshot_roundtrip() -> None:
     t = Throttle(ThrottleConfig(), z=0.3)
     assert Throttle.from_snapshot(t.config, t.snapshot()).z == 0.3
+
+
+def _reading(available: float, spent: float, overhead: float, pushed: int = 100,
+             consumed: int = 100, lag_cap: float | None = None) -> BudgetReading:
+    return BudgetReading(beta=0.0, headroom=0.0, pushed=pushed, consumed=consumed,
+                         dropped=pushed - consumed, cost=0.0, available=available,
+                         spent=spent, overhead=overhead, lag_cap=lag_cap)
+
+
+def test_join_share_measures_the_join_against_what_is_left_for_it() -> None:
+    share = JoinShare(decay=0.5)
+    # 5 s interval, 3 s available, 2 s spent outside the join, 0.5 s in it: the join's
+    # headroom is (3 − 2) / 0.5 = 2, although all the time spent (2.5 s) is under 3 s
+    beta, h = share.reading(_reading(3.0, 2.5, 2.0), 5000)
+    assert (beta, h) == pytest.approx((1.0, 2.0))
+    # the next interval reports no overhead (the batch's came in one lump): the decayed
+    # rate still charges (0.5·2 + 0) / (0.5·5 + 5) per second → 0.667 s of 5
+    beta, h = share.reading(_reading(3.0, 1.0, 0.0), 5000)
+    assert h == pytest.approx((3.0 - 1.0 / 7.5 * 5.0) / 1.0)
+    # queue drops cut β (the paper's consumed / pushed); the lag cap caps both
+    beta, h = JoinShare().reading(_reading(3.0, 0.5, 0.0, consumed=80), 5000)
+    assert beta == pytest.approx(0.8) and h == pytest.approx(6.0)
+    beta, h = JoinShare().reading(_reading(3.0, 0.5, 0.0, lag_cap=0.25), 5000)
+    assert beta == h == 0.25
+
+
+def test_join_share_is_zero_when_the_fixed_work_alone_exceeds_the_budget() -> None:
+    beta, h = JoinShare().reading(_reading(3.0, 4.0, 3.5), 5000)
+    assert beta == h == 0.0
+    restored = JoinShare.from_snapshot(JoinShare().snapshot())
+    assert restored.snapshot() == {"overhead_s": 0.0, "span_s": 0.0}
+    with pytest.raises(OperatorStateError):
+        JoinShare.from_snapshot({"overhead_s": "x"})
+
+
+def test_boost_by_headroom_recovers_from_the_floor_in_a_few_steps() -> None:
+    slow = Throttle(ThrottleConfig(), z=0.001)
+    fast = Throttle(ThrottleConfig(boost_by_headroom=True), z=0.001)
+    assert fast.update(1.0, 9.0) == pytest.approx(0.003)  # √9 = 3 > γ
+    assert slow.update(1.0, 9.0) == pytest.approx(0.0012)
+    assert fast.update(1.0, 1.1) == pytest.approx(0.0033)  # capped at h × z
+    steps = 0
+    while fast.z < 0.5:
+        fast.update(1.0, 9.0)
+        steps += 1
+    assert steps <= 6
