@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +195,22 @@ def test_staleness_trend_ignores_the_settling_time() -> None:
                 settle_ms=50_000.0)
     assert m.steady_from_s == pytest.approx(50.0)
     assert m.staleness_slope == pytest.approx(20_000 / 90, rel=1e-6)
+
+
+def test_cached_truth_is_the_oracle_once_per_input(tmp_path: Path) -> None:
+    import json
+
+    from bench.pipeline_measure import cached_truth
+    from pipeline.quality.oracle import oracle
+    from pipeline.testing.streams import make_dump, make_spec
+
+    spec = make_spec(3, "band", [400, 400, 400])
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path, seed in ((a, 1), (b, 2)):
+        path.write_text("".join(json.dumps(r) + "\n" for r in make_dump(seed=seed, m=3, n=60)))
+    first = cached_truth(spec.join, a)
+    want = {r.id: [(m.stream, m.seq) for m in r.members]
+            for r in oracle(spec.join, make_dump(seed=1, m=3, n=60))}
+    assert first == want and first
+    assert cached_truth(spec.join, a) is first  # the same input: not computed again
+    assert cached_truth(spec.join, b) != first
