@@ -19,6 +19,12 @@ progress and the processes' resident memory; per minute of the run it records
   The driver JVM's heap is committed and touched at start (``-Xms`` = ``-Xmx``,
   ``-XX:+AlwaysPreTouch``), so its RSS grows only with what the heap does not hold
   (metaspace, threads, direct buffers), not with the JVM's lazy commit of a fixed heap.
+  The JVM runs with NMT (``-XX:NativeMemoryTracking=summary``), sampled once a minute:
+  ``jvm_nmt_mb`` is what NMT tracks, ``jvm_untracked_mb`` the rest of the JVM's RSS
+  (RocksDB's and other JNI mallocs, glibc arenas), and ``jvm_native_growth_mb`` the NMT
+  categories that moved from minute 5 to the end (code cache, metaspace, threads, …);
+* ``z_p50`` / ``dropped_rate``: GrubJoin's throttle fraction (median of the minute's
+  adaptation steps) and the arrivals its input queue dropped per second.
 
 ``state_growth`` and ``rss_growth`` are the relative change from minute 5 to the last
 minute, ``output_drift`` the mean output rate of the last 5 minutes against minutes 5–10
@@ -40,6 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import save_figure, write_json
+from bench.soak_memory import (  # re-exported: the tests and callers use bench.soak
+    MemorySample,
+    driver_jvms,
+    jvm_native,
+    sample_memory,
+)
 from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.logging import get_logger
 from pipeline.core.procs import Child
@@ -58,74 +70,8 @@ GROWTH_LIMIT = 0.05
 DRIFT_LIMIT = 0.10
 SEED = 11
 DRIVER_MEMORY = "1g"
-JVM_OPTIONS = f"-Xms{DRIVER_MEMORY} -XX:+AlwaysPreTouch"
-
-
-# ---------------------------------------------------------------------- processes
-def rss_mb(pid: int, proc: Path = Path("/proc")) -> float:
-    """Resident set size of ``pid`` in MB (0 if it is gone)."""
-    try:
-        for line in (proc / str(pid) / "status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return 0.0
-
-
-def process_table(proc: Path = Path("/proc")) -> dict[int, tuple[int, str]]:
-    """pid → (parent pid, command line) of every process that can be read."""
-    out: dict[int, tuple[int, str]] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace")
-        except (OSError, ValueError):
-            continue
-        out[int(entry.name)] = (ppid, cmd)
-    return out
-
-
-def descendants(root: int, table: Mapping[int, tuple[int, str]]) -> list[int]:
-    """Every pid below ``root`` in the process tree."""
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out: list[int] = []
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-@dataclass(frozen=True)
-class MemorySample:
-    """Resident memory of the driver (Python + JVM) and of the Python workers, MB."""
-
-    driver_mb: float
-    jvm_mb: float
-    python_driver_mb: float
-    worker_mb: float
-    workers: int
-
-
-def sample_memory(driver_pid: int, proc: Path = Path("/proc")) -> MemorySample:
-    """The driver's own RSS, its JVM's (a ``java`` child), and every Python process below
-    that JVM (PySpark daemon and workers)."""
-    table = process_table(proc)
-    own = rss_mb(driver_pid, proc)
-    jvms = [p for p in descendants(driver_pid, table) if "java" in table[p][1].split(" ")[0]]
-    jvm = sum(rss_mb(p, proc) for p in jvms)
-    workers = [p for j in jvms for p in descendants(j, table) if "python" in table[p][1]]
-    return MemorySample(driver_mb=own + jvm, jvm_mb=jvm, python_driver_mb=own,
-                        worker_mb=sum(rss_mb(p, proc) for p in workers),
-                        workers=len(workers))
+#: NMT (summary) lets the bench attribute the JVM's native growth (``jvm_native``)
+JVM_OPTIONS = f"-Xms{DRIVER_MEMORY} -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=summary"
 
 
 # ---------------------------------------------------------------------- samples → rows
@@ -151,6 +97,10 @@ class Samples:
     #: (seconds since the input started, instance, state_size tuples, state bytes or None)
     state_tuples: list[tuple[float, str, int, float | None]] = field(default_factory=list)
     load: list[tuple[float, float]] = field(default_factory=list)
+    #: (seconds since the input started, z, queue drops) of each shedder metrics row
+    shed: list[tuple[float, float, int]] = field(default_factory=list)
+    #: (seconds since the input started, the driver JVM's NMT committed MB by category)
+    nmt: list[tuple[float, dict[str, float]]] = field(default_factory=list)
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -177,6 +127,10 @@ def minute_rows(samples: Samples, minutes: int, instances: int) -> list[dict[str
                 if size is not None:
                     saved[inst] = size
         loads = [v for t, v in samples.load if lo <= t < hi]
+        shed = [(z, d) for t, z, d in samples.shed if lo <= t < hi]
+        nmt = [n for t, n in samples.nmt if lo <= t < hi and n]
+        jvm_rss = _median([m.jvm_mb for m in mem])
+        nmt_total = nmt[-1].get("Total") if nmt else None
         rows.append({
             "minute": k,
             "input_rate": sum(b.input_rows for b in batches) / 60.0,
@@ -194,6 +148,12 @@ def minute_rows(samples: Samples, minutes: int, instances: int) -> list[dict[str
             "python_driver_rss_mb": _round(_median([m.python_driver_mb for m in mem])),
             "workers": max((m.workers for m in mem), default=0),
             "load_avg_1m": _round(_median(loads)),
+            "jvm_nmt_mb": _round(nmt_total),
+            # native memory NMT does not see: malloc from JNI code (RocksDB), glibc arenas
+            "jvm_untracked_mb": (None if nmt_total is None or jvm_rss is None
+                                 else round(jvm_rss - nmt_total, 1)),
+            "z_p50": _round(_median([z for z, _ in shed]), 4),
+            "dropped_rate": round(sum(d for _, d in shed) / 60.0, 1),
         })
     return rows
 
@@ -226,6 +186,20 @@ def output_drift(rows: Sequence[Mapping[str, Any]]) -> float | None:
         return None
     base = sum(mid) / len(mid)
     return (sum(tail) / len(tail)) / base - 1.0 if base > 0 else None
+
+
+def native_growth(samples: Samples, first: int = STEADY_FROM_MINUTE
+                  ) -> dict[str, float]:
+    """The driver JVM's NMT categories that changed from the start of minute ``first``
+    to the last sample (committed MB, largest change first)."""
+    at = [(t, n) for t, n in samples.nmt if n]
+    start = [n for t, n in at if t >= 60.0 * (first - 1)]
+    if not start:
+        return {}
+    a, b = start[0], at[-1][1]
+    delta = {k: round(b.get(k, 0.0) - a.get(k, 0.0), 1) for k in set(a) | set(b)}
+    return dict(sorted(((k, v) for k, v in delta.items() if abs(v) >= 0.1),
+                       key=lambda kv: -abs(kv[1])))
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -287,16 +261,24 @@ def _state_tuples(settings: Settings, topic: str, t0_wall_ms: float,
 
     for c in read_topic(settings, topic):
         rec = c.record
-        size = (rec.get("extra") or {}).get("state_bytes")
-        samples.state_tuples.append(((float(rec["wall_time"]) - t0_wall_ms) / 1000.0,
-                                     str(rec["instance"]), int(rec["state_size"]),
+        extra = rec.get("extra") or {}
+        size = extra.get("state_bytes")
+        t_s = (float(rec["wall_time"]) - t0_wall_ms) / 1000.0
+        samples.state_tuples.append((t_s, str(rec["instance"]), int(rec["state_size"]),
                                      float(size) if size is not None else None))
+        if "beta" in extra:  # a shedder's row (the disorder policy's carry no β)
+            samples.shed.append((t_s, float(rec["z"]), int(rec.get("queue_drops") or 0)))
     samples.state_tuples.sort()
+    samples.shed.sort()
 
 
 def run(quick: bool, results_dir: Path, settings: Settings,
-        minutes: float | None = None) -> int:
-    """Benchmark entry point (see the module docstring)."""
+        minutes: float | None = None, *, method: str = "grubjoin",
+        capacity: Any = None, name: str = "soak") -> int:
+    """Benchmark entry point (see the module docstring). For experiments (not the CLI):
+    ``method`` — another shedder in the same conditions, ``capacity`` — a
+    :class:`~pipeline.app.capacity.Capacity` measured before (not calibrated again),
+    ``name`` — the results' file name."""
     from bench.pipeline import SENSOR_DISORDER, sensor_spec
     from connectors.io.serde import AvroSerde
     from connectors.launch.broker import LocalKafka
@@ -314,15 +296,16 @@ def run(quick: bool, results_dir: Path, settings: Settings,
     load_start = os.getloadavg()
     status = LocalKafka(BrokerConfig.from_settings(settings)).up()
     settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
-    cap = calibrate(DemoConfig(speedup=1.0, disorder=SENSOR_DISORDER, seed=SEED),
-                    sensor_spec("off", settings))
+    cap = capacity if capacity is not None else calibrate(
+        DemoConfig(speedup=1.0, disorder=SENSOR_DISORDER, seed=SEED),
+        sensor_spec("off", settings))
     rate = LOAD * cap.capacity_rate
     print(f"capacity: {cap.describe()}; soak at {rate:.0f}/s per stream for "
           f"{n_minutes} min", flush=True)
     prefix = f"soak{uuid.uuid4().hex[:8]}"
     workdir = settings.cache_dir / "bench-soak" / prefix
     workdir.mkdir(parents=True, exist_ok=True)
-    spec = with_overrides(sensor_spec("grubjoin", settings),
+    spec = with_overrides(sensor_spec(method, settings),
                           job={"topic_prefix": prefix, "speedup": 1.0})
     # a micro-batch holds at most ~2 triggers' worth of input, as in the demo
     per_trigger = 3 * rate * spec.job.trigger_ms / 1000.0
@@ -365,6 +348,8 @@ def run(quick: bool, results_dir: Path, settings: Settings,
             samples.load.append((now - t0, os.getloadavg()[0]))
             _fold_progress(query.recentProgress, seen, t0_wall_ms, samples)
             if now >= next_note:
+                for pid in driver_jvms(os.getpid())[:1]:
+                    samples.nmt.append((now - t0, jvm_native(pid)))
                 minute = int((now - t0) // 60)
                 recent = [b for b in samples.batches if b.t_s >= (now - t0) - 60.0]
                 mem = samples.memory[-1][1]
@@ -403,17 +388,24 @@ def run(quick: bool, results_dir: Path, settings: Settings,
             "state_tuples": "tuples held per instance (operator_metrics state_size)",
             "driver_rss_mb": "the Python driver + its JVM, the minute's median",
             "worker_rss_mb": "every Python process under the JVM, the minute's median",
+            "jvm_nmt_mb": "the driver JVM's native memory tracked by NMT (committed), "
+                          "sampled once a minute",
+            "jvm_untracked_mb": "the JVM's RSS minus what NMT tracks: native allocations "
+                                "of JNI code (RocksDB) and malloc arenas",
+            "z_p50": "GrubJoin's throttle fraction z, median of the minute's steps",
+            "dropped_rate": "arrivals dropped by the input queue per second",
         },
         "rows": rows, **summary,
+        "jvm_native_growth_mb": native_growth(samples),
     }
-    write_json("soak", payload, results_dir)
-    plot(rows, results_dir)
+    write_json(name, payload, results_dir)
+    plot(rows, results_dir, name)
     print(json.dumps({k: payload[k] for k in ("state_growth", "rss_growth", "output_drift",
                                               "targets_met")}, default=str))
     return 0
 
 
-def plot(rows: Sequence[Mapping[str, Any]], results_dir: Path) -> Path:
+def plot(rows: Sequence[Mapping[str, Any]], results_dir: Path, name: str = "soak") -> Path:
     """``soak.png``: rates, micro-batch duration, state and RSS per minute."""
     import matplotlib
 
@@ -451,4 +443,4 @@ def plot(rows: Sequence[Mapping[str, Any]], results_dir: Path) -> Path:
     ax.legend(fontsize=8)
     for a in axes.flat:
         a.axvline(STEADY_FROM_MINUTE, color="k", lw=0.5, ls=":")
-    return save_figure(fig, "soak", results_dir)
+    return save_figure(fig, name, results_dir)

@@ -72,3 +72,24 @@ def test_memory_of_the_driver_its_jvm_and_python_workers(tmp_path: Path) -> None
     assert round(m.jvm_mb) == round(800_000 / 1024)
     assert round(m.driver_mb) == round(1_000_000 / 1024)
     assert round(m.worker_mb) == round(120_000 / 1024)
+
+
+def test_nmt_summary_is_parsed_and_growth_attributed() -> None:
+    from bench.soak import Samples, native_growth
+    from bench.soak_memory import parse_nmt
+
+    text = """Native Memory Tracking:
+
+Total: reserved=2743586KB, committed=1381282KB
+       malloc: 33534KB #1
+-                 Java Heap (reserved=1048576KB, committed=1048576KB)
+                            (mmap: reserved=1048576KB, committed=1048576KB)
+-                      Code (reserved=251904KB, committed=40960KB)
+"""
+    got = parse_nmt(text)
+    assert got == {"Total": 1381282 / 1024.0, "Java Heap": 1024.0, "Code": 40.0}
+    assert parse_nmt("NMT is off") == {}
+    samples = Samples()
+    samples.nmt = [(250.0, {"Total": 1000.0, "Code": 40.0, "Java Heap": 1024.0}),
+                   (1190.0, {"Total": 1060.0, "Code": 100.0, "Java Heap": 1024.0})]
+    assert native_growth(samples) == {"Total": 60.0, "Code": 60.0}
