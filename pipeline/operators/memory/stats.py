@@ -19,7 +19,7 @@ table per stream (``np.searchsorted`` lookups, vectorized over all residents at 
   distribution of partner vectors; the expected similarity is linear, costs one keyword
   table, and ranks a tuple whose heavy keywords are frequent on the other stream first;
 * ``custom``: no value model — every key gets the stream's total (PROB then degenerates
-  to its tie-break, oldest first).
+  to its tie-break: first to expire, then oldest).
 
 No wall clock: the horizon moves with the largest ts observed.
 """
