@@ -35,200 +35,58 @@ Parts (``--only`` runs some of them and merges them into the existing ``peer.jso
 * ``cluster`` — the same with 2 and 4 route keys on a standalone cluster of two workers
   with one core each (started and stopped by the bench; not in ``--quick``).
 
-Writes ``bench/results/peer.json`` and ``peer.png``.
+Writes ``bench/results/peer.json`` and ``peer.png``. ``parts`` says when each part last
+ran and whether at the ``--quick`` sizes (``workloads`` holds both sizes' setups;
+``quick`` is true when every part was quick); ``scaling_cluster`` says why there are no
+cluster rows, if there are none.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import threading
 import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.common import write_json
 from bench.peer_plot import plot
+from bench.peer_report import summary, targets
 from bench.peer_runs import (
     BUILTIN,
     HARVEST,
     METHODS,
     QueryRun,
-    drive,
     keyed_stage_tasks,
     load_avg,
     overlap,
-    read_results,
-    start_query,
     steady_latency,
-    wait_started,
+)
+from bench.peer_setup import (
+    DISORDER,
+    GROUPS,
+    STREAMS,
+    TRIGGER_MS,
+    Bench,
+    Workload,
+    head,
+    replication,
+    workloads,
 )
 from pipeline.core.errors import ConfigError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
-log = get_logger(__name__)
+__all__ = ["Workload", "replication", "run", "summary", "targets"]
 
+log = get_logger(__name__)
 PARTS = ("drain", "overhead", "streaming", "scaling", "cluster")
-STREAMS = ("s1", "s2", "s3")
-DISORDER = "exp:mean=150"
-TRIGGER_MS = 500
-IDLE_FLUSH_MS = 2_000
-GROUPS = 2
-#: harvest ≥ this × the built-in join's rows/s (the issue's target), and groups = 2 ≥
-#: this × groups = 1
-TARGET_RATIO, TARGET_SCALING = 3.0, 1.4
 #: near-empty micro-batches: tuples/s per stream, seconds, batches left out at the start
 OVERHEAD_RATE, OVERHEAD_TRIGGER_MS, OVERHEAD_SKIP = 2.0, 1_000, 3
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One workload's records, join and routing."""
-
-    name: str
-    source: str  # harvest's workload name (input topics, schema)
-    records: list[dict[str, Any]]
-    join: dict[str, Any]
-    routing: str
-    segment_ms: int
-    rate: float  # tuples/s per stream, stream time
-    slack_ms: int
-    truth: frozenset[str]
-
-    @property
-    def per_stream(self) -> int:
-        return len(self.records) // len(STREAMS)
-
-
-def _workloads(quick: bool) -> dict[str, Workload]:
-    from connectors.workloads import WorkloadSpec, generate, parse_model
-    from connectors.workloads.params import EquiParams
-    from pipeline.quality.oracle import oracle
-    from pipeline.spec.model import parse_spec
-
-    out = {}
-    equi_s, band_s = (12.0, 60.0) if quick else (60.0, 240.0)
-    uniform = EquiParams(domain=10_000, initial_skew=0.0, skew_min=0.0, skew_max=0.0,
-                         gap_min_s=1e9, gap_max_s=1e9)
-    for name, source, rate, seconds, join, routing in (
-        ("equi", "equi", 1_000.0, equi_s,
-         {"window_ms": 1_000, "predicate": "equi", "attribute": "a1"}, "hash"),
-        ("band", "sensors", 100.0, band_s,
-         {"window_ms": 10_000, "predicate": "band", "attribute": "value", "epsilon": 0.1},
-         "atr"),
-    ):
-        records = generate(WorkloadSpec(
-            source, streams=len(STREAMS), rates=(rate,), duration_s=seconds,  # type: ignore[arg-type]
-            disorder=(parse_model(DISORDER),), seed=19,
-            params=uniform if source == "equi" else None))
-        full = {"streams": list(STREAMS), **join}
-        truth = frozenset(r.id for r in oracle(parse_spec({"join": full}).join, records))
-        slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
-        out[name] = Workload(name, source, records, full, routing,
-                             int(seconds * 1000) // 4, rate, slack, truth)
-    return out
-
-
-def _spec(w: Workload, prefix: str, out_topic: str, groups: int, max_offsets: int | None,
-          trigger_ms: int) -> Any:
-    from pipeline.spec.model import parse_spec
-
-    job: dict[str, Any] = {"workload": w.source, "routing": w.routing, "groups": groups,
-                           "segment_ms": w.segment_ms, "trigger_ms": trigger_ms,
-                           "idle_flush_ms": IDLE_FLUSH_MS, "topic_prefix": prefix}
-    if max_offsets is not None:
-        job["max_offsets_per_trigger"] = max_offsets
-    return parse_spec({"join": w.join, "disorder": {"mode": "fixed", "slack_ms": w.slack_ms},
-                       "shedding": {"mode": "off"}, "job": job,
-                       "output": {"topic": out_topic}})
-
-
-def _publish(settings: Settings, prefix: str, w: Workload, speedup: float | None) -> None:
-    from connectors.io.producer import Pacing, ProducerConfig, publish
-    from connectors.io.serde import AvroSerde
-    from connectors.io.topics import input_topic, schema_for
-
-    report = publish(
-        w.records, config=ProducerConfig.from_settings(settings),
-        serde=AvroSerde.from_dir(settings.schemas_dir), schema_name=schema_for(w.source),
-        topic_of=lambda r: input_topic(prefix, w.source, str(r["stream"])),
-        key_of=lambda r: str(r["stream"]).encode(),
-        pace=Pacing(speedup=speedup) if speedup is not None else None)
-    report.raise_on_failure()
-
-
-class Bench:
-    """The shared pieces of one bench run: settings, work folder, the input topics."""
-
-    def __init__(self, settings: Settings, quick: bool) -> None:
-        self.settings = settings
-        self.quick = quick
-        self.workdir = settings.cache_dir / "bench-peer"
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.tag = uuid.uuid4().hex[:6]
-        self.runs = 0
-        self.prefixes: dict[str, str] = {}
-
-    def input_prefix(self, w: Workload) -> str:
-        """The drain topics of ``w``, published once (before any query reads them)."""
-        if w.name not in self.prefixes:
-            prefix = f"bpr{self.tag}{w.name}"
-            self._prepare(w, prefix)
-            _publish(self.settings, prefix, w, None)
-            self.prefixes[w.name] = prefix
-        return self.prefixes[w.name]
-
-    def _prepare(self, w: Workload, prefix: str) -> None:
-        from connectors.io.admin import ensure_topics
-        from connectors.io.topics import input_topic
-
-        ensure_topics(self.settings.resolved_bootstrap(),
-                      [input_topic(prefix, w.source, s) for s in STREAMS],
-                      client_config=self.settings.kafka_client_config())
-
-    def run(self, spark: Any, w: Workload, method: str, *, groups: int = GROUPS,
-            partitions: int = GROUPS, max_offsets: int | None = None,
-            trigger_ms: int = TRIGGER_MS, paced: float | None = None,
-            max_s: float = 1_800.0) -> tuple[QueryRun, Any]:
-        """One query on ``w``: the drain topics, or (``paced`` = speed-up) fresh topics
-        published in real time after the query started. Returns the run and its config."""
-        from connectors.io.serde import AvroSerde
-        from pipeline.spark.submit import job_config, prepare_topics
-
-        self.runs += 1
-        prefix = f"bpr{self.tag}p{self.runs}" if paced is not None else self.input_prefix(w)
-        name = f"{method.replace('-', '')}{self.runs}"
-        spec = _spec(w, prefix, f"{prefix}.out.{name}", groups, max_offsets, trigger_ms)
-        settings = self.settings.model_copy(update={"topic_prefix": prefix})
-        cfg = job_config(spec, settings, checkpoint=str(self.workdir / f"{self.tag}-{name}"))
-        prepare_topics(cfg, settings)
-        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-        run = QueryRun(method)
-        begin = time.monotonic()
-        load0 = load_avg()
-        query = start_query(spark, method, cfg, AvroSerde.from_dir(self.settings.schemas_dir),
-                            w.slack_ms)
-        publisher = None
-        if paced is not None:
-            wait_started(query)
-            publisher = threading.Thread(target=_publish, args=(settings, prefix, w, paced),
-                                         daemon=True)
-            publisher.start()
-        try:
-            drive(query, run, expect_rows=len(w.records),
-                  flush_ms=IDLE_FLUSH_MS if method == HARVEST else None, max_s=max_s)
-        finally:
-            if publisher is not None:
-                publisher.join(timeout=600)
-        run.wall_s = round(time.monotonic() - begin, 1)
-        run.load = (load0, load_avg())
-        read_results(run, settings, cfg.output_topics[0],
-                     cfg.input_topics if paced is not None else None)
-        return run, cfg
-
+#: ``scaling_cluster`` when no cluster rows were measured
+CLUSTER_SKIPPED = ("the cluster part did not run: --quick leaves it out, and --only runs "
+                   "it only when named (it starts and stops its own standalone cluster of "
+                   "two one-core workers)")
 
 def _row(w: Workload, run: QueryRun, other: set[str] | None) -> dict[str, Any]:
     busy = run.busy_s
@@ -246,16 +104,10 @@ def _best(runs: list[QueryRun]) -> QueryRun:
     return max(runs, key=lambda r: r.input_rows / r.busy_s if r.busy_s > 0 else 0.0)
 
 
-def _head(w: Workload, share: int) -> Workload:
-    """The first 1/``share`` of ``w`` (a warm-up run; no oracle)."""
-    return Workload(f"{w.name}-warmup", w.source, w.records[:len(w.records) // share], w.join,
-                    w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset())
-
-
 def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
                ) -> dict[str, Any]:
     """Both methods on each workload's backlog, alternated, best of ``reps``."""
-    warm = _head(ws["equi"], 10)
+    warm = head(ws["equi"], 10)
     for method in METHODS:  # JVM, Python workers, planning caches
         print(f"[bench peer] warm-up {method}", flush=True)
         bench.run(spark, warm, method, max_offsets=len(warm.records) // 2)
@@ -362,27 +214,12 @@ def streaming_part(spark: Any, bench: Bench, ws: dict[str, Workload],
     return out
 
 
-def replication(w: Workload, groups: int) -> float:
-    """Routed rows / input rows of ``w`` over ``groups`` route keys (ATR copies)."""
-    import numpy as np
-
-    from pipeline.diffusion.routing import Router, RouterConfig
-
-    spec = _spec(w, "x", "x.out", groups, None, TRIGGER_MS)
-    index = {s: i for i, s in enumerate(STREAMS)}
-    rows, _ = Router(RouterConfig.from_spec(spec)).route_batch(
-        np.array([index[str(r["stream"])] for r in w.records]),
-        np.array([int(r["event_time"]) for r in w.records]),
-        np.array([r[w.join["attribute"]] for r in w.records]))
-    return round(len(rows) / len(w.records), 3)
-
-
 def scaling_part(spark: Any, bench: Bench, w: Workload, groups: tuple[int, ...], reps: int,
                  master: str) -> list[dict[str, Any]]:
     """The backlog of ``w`` drained by harvest over each number of route keys (one
     shuffle partition each), alternated, best of ``reps``, with the task overlap."""
     runs: dict[int, list[tuple[QueryRun, dict[str, Any]]]] = {g: [] for g in groups}
-    warm = _head(w, 10)  # a new session: JVM, Python workers, planning caches
+    warm = head(w, 10)  # a new session: JVM, Python workers, planning caches
     for g in groups:
         print(f"[bench peer] warm-up {master} G={g}", flush=True)
         bench.run(spark, warm, HARVEST, groups=g, partitions=g,
@@ -454,14 +291,16 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     path = results_dir / "peer.json"
     old = json.loads(path.read_text()) if only is not None and path.exists() else {}
     reps = 1 if quick else 2
-    ws = _workloads(quick)
+    ws = workloads(quick)
     bench = Bench(settings, quick)
     payload: dict[str, Any] = {k: v for k, v in old.items() if k not in ("benchmark", "machine")}
-    payload.update(quick=quick, load_avg_start=load_avg(), workloads={
+    # the sizes each part ran at (parts, below): the quick and the full workloads
+    sizes = {**payload.get("workloads", {}), "quick" if quick else "full": {
         w.name: {"tuples_per_stream": w.per_stream, "rate": w.rate, "join": w.join,
                  "routing": w.routing, "segment_ms": w.segment_ms, "slack_ms": w.slack_ms,
-                 "true_results": len(w.truth)} for w in ws.values()},
-        groups=GROUPS, trigger_ms=TRIGGER_MS, disorder=DISORDER)
+                 "true_results": len(w.truth)} for w in ws.values()}}
+    payload.update(load_avg_start=load_avg(), workloads=sizes, groups=GROUPS,
+                   trigger_ms=TRIGGER_MS, disorder=DISORDER)
     if {"drain", "overhead", "streaming"} & set(parts):
         spark = _session(settings, "local[2]", ui=False)
         try:
@@ -485,6 +324,14 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     if "cluster" in parts:
         scaling += cluster_part(bench, ws["band"], reps)
     payload["scaling"] = scaling
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    payload["parts"] = {**payload.get("parts", {}),
+                        **{p: {"quick": quick, "at": stamp} for p in parts}}
+    payload["quick"] = all(v["quick"] for v in payload["parts"].values())
+    if not any(r["master"] != "local[2]" for r in scaling):
+        payload["scaling_cluster"] = {"run": False, "why": CLUSTER_SKIPPED}
+    else:
+        payload.pop("scaling_cluster", None)
     payload["load_avg_end"] = load_avg()
     payload["targets_met"] = targets(payload)
     payload["summary"] = summary(payload)
@@ -495,55 +342,3 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     equal = all(r.get("results_equal") is not False and r.get("equals_oracle", True)
                 for r in payload.get("rows", []))
     return 0 if equal else 1
-
-
-def _scale(payload: dict[str, Any], master_local: bool, a: int, b: int) -> float | None:
-    rows = {r["groups"]: r for r in payload.get("scaling", [])
-            if (r["master"] == "local[2]") == master_local}
-    if a in rows and b in rows and rows[a]["rows_per_s"]:
-        return round(rows[b]["rows_per_s"] / rows[a]["rows_per_s"], 3)
-    return None
-
-
-def targets(payload: dict[str, Any]) -> dict[str, Any]:
-    """The issue's targets, measured."""
-    ratio = payload.get("ratio", {})
-    over = payload.get("batch_overhead_ms", {})
-    local = _scale(payload, True, 1, 2)
-    out: dict[str, Any] = {
-        f"harvest>={TARGET_RATIO:g}x_builtin_{w}": (r is not None and r >= TARGET_RATIO)
-        for w, r in ratio.items()}
-    out[f"groups2>={TARGET_SCALING:g}x_groups1_local"] = local is not None and (
-        local >= TARGET_SCALING)
-    if HARVEST in over and BUILTIN in over:
-        out["batch_overhead<=builtin"] = over[HARVEST] <= over[BUILTIN]
-    out["results_equal"] = all(r.get("results_equal") is True for r in payload.get("rows", []))
-    return out
-
-
-def summary(payload: dict[str, Any]) -> list[str]:
-    """Printed lines (also in the JSON)."""
-    lines = []
-    for w, r in payload.get("ratio", {}).items():
-        rows = {x["method"]: x for x in payload["rows"] if x["workload"] == w}
-        lines.append(f"drain {w}: harvest {rows[HARVEST]['rows_per_s']} vs spark-builtin "
-                     f"{rows[BUILTIN]['rows_per_s']} rows/s ({r}×); results equal "
-                     f"{rows[HARVEST]['results_equal']}")
-    over = payload.get("batch_overhead_ms", {})
-    if over:
-        lines.append("near-empty micro-batch: " + ", ".join(
-            f"{m} {v:.0f} ms" for m, v in over.items()))
-    for s in payload.get("streaming", []):
-        lines.append(f"streaming {s['workload']} at {s['offered_rows_per_s']} rows/s: " + ", ".join(
-            f"{m} p50 {v['p50_ms']} p99 {v['p99_ms']} ms" for m, v in s["by_method"].items()))
-    for r in payload.get("scaling", []):
-        lines.append(f"scaling {r['master']} G={r['groups']}: {r['rows_per_s']} rows/s, "
-                     f"replication {r['replication']}, overlap "
-                     f"{r['overlap'].get('overlap_share')}")
-    local = _scale(payload, True, 1, 2)
-    if local is not None:
-        lines.append(f"local[2]: groups=2 / groups=1 = {local}×")
-    cluster = _scale(payload, False, 2, 4)
-    if cluster is not None:
-        lines.append(f"standalone: groups=4 / groups=2 = {cluster}×")
-    return lines
