@@ -25,6 +25,13 @@ ROCKSDB_PROVIDER = (
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 )
 REQUIRED_JARS = ("spark-sql-kafka-0-10_", "spark-avro_", "kafka-clients-", "commons-pool2-")
+#: native memory of the JVM bounded (#15 soak; README "Reliability"): every RocksDB state
+#: store instance of the JVM shares one block cache and write-buffer budget of this many MB
+#: (Spark's default: each instance unbounded), and glibc keeps at most this many malloc
+#: arenas per process (default 8 per core: native allocations from many threads — RocksDB,
+#: Kafka, Arrow — otherwise spread over arenas whose freed pages stay resident)
+ROCKSDB_MEMORY_MB = 256
+MALLOC_ARENAS = "2"
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,8 @@ def build_session(config: SessionConfig) -> SparkSession:
     """Start (or reuse) the Spark session described by ``config``."""
     os.environ.setdefault("PYSPARK_PYTHON", config.python)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", config.python)
+    # inherited by the JVM spark-submit starts and by the Python workers it forks
+    os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
     builder = (
         SparkSession.builder.master(config.master)
         .appName(config.app_name)
@@ -95,6 +104,9 @@ def build_session(config: SessionConfig) -> SparkSession:
         .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        .config("spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage", "true")
+        .config("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB",
+                str(ROCKSDB_MEMORY_MB))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "true" if config.ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
