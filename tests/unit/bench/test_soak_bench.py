@@ -93,3 +93,14 @@ Total: reserved=2743586KB, committed=1381282KB
     samples.nmt = [(250.0, {"Total": 1000.0, "Code": 40.0, "Java Heap": 1024.0}),
                    (1190.0, {"Total": 1060.0, "Code": 100.0, "Java Heap": 1024.0})]
     assert native_growth(samples) == {"Total": 60.0, "Code": 60.0}
+
+
+def test_compare_summary_is_the_mean_output_from_minute_2_over_tail_drop() -> None:
+    from bench.soak_compare import summarize
+
+    rows = {"grubjoin": [10.0, 60.0, 40.0], "taildrop": [30.0, 20.0, 30.0]}
+    runs = {m: {"rows": [{"minute": i + 1, "output_rate": v} for i, v in enumerate(vs)]}
+            for m, vs in rows.items()}
+    got = summarize(runs)
+    assert got["output_rate_from_minute_2"] == {"grubjoin": 50.0, "taildrop": 25.0}
+    assert got["over_taildrop"] == {"grubjoin": 2.0, "taildrop": 1.0}
