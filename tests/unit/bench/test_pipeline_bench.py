@@ -138,5 +138,5 @@ def test_the_full_sweep_compares_shedders_at_every_rate_and_says_so() -> None:
     for methods in SWEEP.values():
         assert "grubjoin" in methods and len(set(methods) & set(BASELINES)) >= 2
     note = sweep_note(False, SWEEP)
-    assert note.startswith("full sweep") and "1× capacity: grubjoin" in note
+    assert note.startswith("full sweep") and "1.5× capacity: grubjoin" in note
     assert sweep_note(True, QUICK_SWEEP).startswith("quick sweep")
