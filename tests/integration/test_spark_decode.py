@@ -3,7 +3,6 @@ record gets its reason, valid ones decode to the record and re-encode byte for b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,23 +10,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from connectors.io.serde import AvroSerde
-from pipeline.core.settings import PROJECT_ROOT, load_settings
+from pipeline.core.settings import PROJECT_ROOT
 from pipeline.spark.decode import DecodeConfig, decode
-from pipeline.spark.session import SessionConfig, build_session, connector_jars
 from pipeline.spark.sinks import passthrough_rows
 
 pytestmark = pytest.mark.spark
 
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """A local session with the connector jars (the e2e tests' configuration: getOrCreate
-    shares one JVM when both run in one pytest process)."""
-    session = build_session(SessionConfig(
-        master="local[2]", app_name="harvest-e2e", jars=connector_jars(load_settings()),
-        shuffle_partitions=2,
-    ))
-    yield session
 
 SERDE = AvroSerde.from_dir(PROJECT_ROOT / "schemas")
 CFG = DecodeConfig("sensor_reading", SERDE.schema_json("sensor_reading"),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,11 +18,10 @@ from connectors.io.avsc import fingerprint, strip_logical
 from connectors.io.foreign import ForeignSerde
 from connectors.io.serde import MAGIC
 from pipeline.core.errors import SerializationError
-from pipeline.core.settings import PROJECT_ROOT, load_settings
+from pipeline.core.settings import PROJECT_ROOT
 from pipeline.runtime.inputs import resolve_inputs
 from pipeline.runtime.tuples import to_tuple
 from pipeline.spark.inputs import decode_inputs, payload_schemas
-from pipeline.spark.session import SessionConfig, build_session, connector_jars
 from pipeline.spec.model import load_spec
 
 pytestmark = pytest.mark.spark
@@ -32,14 +30,6 @@ DATA = PROJECT_ROOT / "tests" / "data" / "own_topics"
 PLAN = resolve_inputs(load_spec(DATA / "spec.toml"), PROJECT_ROOT / "schemas")
 NORTH, SOUTH, EAST = PLAN.streams
 STAMP = datetime(2026, 11, 26, 12, 0, 0, 250000, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """A local session with the connector jars (shared JVM with other Spark tests)."""
-    yield build_session(SessionConfig(
-        master="local[2]", app_name="harvest-e2e", jars=connector_jars(load_settings()),
-        shuffle_partitions=2))
 
 
 def _body(schema: dict[str, Any], rec: dict[str, Any]) -> bytes:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -17,24 +16,10 @@ from pyspark import TaskContext
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from pipeline.core.settings import load_settings
 from pipeline.diffusion.placement import instance_of, spark_hash_int, spread_keys
 from pipeline.spark.placement import PLACEMENT_FILE, checkpoint_placement
-from pipeline.spark.session import SessionConfig, build_session, connector_jars
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """A local session with the connector jars (the e2e tests' configuration: getOrCreate
-    shares one JVM when both run in one pytest process)."""
-    session = build_session(SessionConfig(
-        master="local[2]", app_name="harvest-e2e", jars=connector_jars(load_settings()),
-        shuffle_partitions=2,
-    ))
-    yield session
-    session.conf.set("spark.sql.shuffle.partitions", "2")
 
 
 def test_murmur3_equals_sparks_hash(spark: SparkSession) -> None:

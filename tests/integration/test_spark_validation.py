@@ -7,7 +7,6 @@ fields."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,9 +16,8 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from connectors.io.serde import AvroSerde
-from pipeline.core.settings import PROJECT_ROOT, load_settings
+from pipeline.core.settings import PROJECT_ROOT
 from pipeline.spark.decode import DecodeConfig, decode
-from pipeline.spark.session import SessionConfig, build_session, connector_jars
 
 pytestmark = pytest.mark.spark
 
@@ -31,16 +29,6 @@ CFG = DecodeConfig("sensor_reading", SERDE.schema_json("sensor_reading"),
 STAMP = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 SCHEMA = ("topic string, partition int, offset long, key binary, value binary, "
           "timestamp timestamp")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """A local session with the connector jars (shared with the other Spark tests)."""
-    session = build_session(SessionConfig(
-        master="local[2]", app_name="harvest-e2e", jars=connector_jars(load_settings()),
-        shuffle_partitions=2,
-    ))
-    yield session
 
 
 def _record(seq: int, stream: str = "s1", **changes: Any) -> dict[str, Any]:
