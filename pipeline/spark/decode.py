@@ -192,17 +192,24 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     header_ok = (size >= HEADER_LEN) & (sf.substring(value, 1, 2) == _bin(MAGIC))
     fp_ok = sf.substring(value, 3, 8) == _bin(cfg.fingerprint)
     body = sf.expr(f"substring(value, {HEADER_LEN + 1}, length(value) - {HEADER_LEN})")
-    rec = sf.when(header_ok & fp_ok, from_avro(body, cfg.schema_json, {"mode": "PERMISSIVE"}))
-    df = raw.select(
+    # decoded once, in a projection of its own: referenced by the checks below in the
+    # same projection, ``from_avro`` inside a CASE WHEN would run once per reference
+    # (Spark does not share a subexpression that only conditional branches contain)
+    decoded = raw.select(
         "topic", "partition", "offset", "key",
         sf.coalesce(value, _bin(b"")).alias("raw"),
-        rec.alias("rec"),
-        # Avro binary encoding is canonical: a body longer than its record re-encoded
-        # carries trailing bytes (the Python serde rejects those too)
-        sf.when(_complete(rec, cfg), to_avro(rec, cfg.schema_json)).alias("_canonical"),
+        sf.when(header_ok & fp_ok, from_avro(body, cfg.schema_json, {"mode": "PERMISSIVE"}))
+        .alias("rec"),
         header_ok.alias("_header_ok"),
         fp_ok.alias("_fp_ok"),
         sf.unix_millis(sf.col("timestamp")).alias("_kafka_ms"),
+    )
+    rec = sf.col("rec")
+    df = decoded.select(
+        "*",
+        # Avro binary encoding is canonical: a body longer than its record re-encoded
+        # carries trailing bytes (the Python serde rejects those too)
+        sf.when(_complete(rec, cfg), to_avro(rec, cfg.schema_json)).alias("_canonical"),
     )
     expected_stream = _topic_stream(cfg)
     reason = (

@@ -1,0 +1,95 @@
+"""The instance's column-wise input path equals the row-by-row one it replaced: events
+built per row, member-store entries added with ``MemberStore.add`` one tuple at a time."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.operators.events import Event
+from pipeline.runtime.members import MemberStore
+from pipeline.spark.instance_rows import events_of, opt_int, remember, sorted_rows
+
+STREAMS = ("s1", "s2", "s3")
+
+
+def _events_by_row(rows: pd.DataFrame, attributes: tuple[str, ...], needed: set[str]
+                   ) -> list[Event]:
+    out = []
+    for _, r in rows.iterrows():
+        attrs = {n: (dict(r[n]) if isinstance(r[n], list) else r[n])
+                 for n in attributes if n in needed}
+        out.append(Event(int(r["stream_idx"]), int(r["seq"]), int(r["event_time"]),
+                         int(r["arrival_time"]), attrs))
+    return out
+
+
+def _store(payload: bool) -> MemberStore:
+    return MemberStore(STREAMS, (1000, 1000, 1000), payload=payload)
+
+
+def _add_by_row(store: MemberStore, rows: pd.DataFrame, events: list[Event]) -> None:
+    cols = rows.columns
+    for i, ev in enumerate(events):
+        part = rows["partition"].iloc[i] if "partition" in cols else None
+        off = rows["offset"].iloc[i] if "offset" in cols else None
+        pay = rows["payload"].iloc[i] if store.payload and "payload" in cols else None
+        store.add(ev.stream, ev.seq, ev.ts, opt_int(part), opt_int(off),
+                  bytes(pay) if pay is not None else None)
+
+
+@st.composite
+def frames(draw: Any) -> pd.DataFrame:
+    n = draw(st.integers(0, 40))
+    streams = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    seqs = draw(st.lists(st.integers(0, 15), min_size=n, max_size=n))  # repeats: duplicates
+    ts = draw(st.lists(st.integers(0, 5000), min_size=n, max_size=n))
+    f = pd.DataFrame({"stream_idx": np.array(streams, np.int32),
+                      "seq": np.array(seqs, np.int64), "event_time": np.array(ts, np.int64),
+                      "arrival_time": np.array(ts, np.int64) + 7,
+                      "value": [float(t) / 3 for t in ts], "a1": np.array(seqs, np.int64),
+                      "tags": [[("k", float(s))] for s in seqs]})
+    coords = draw(st.sampled_from(["int", "float-nan", "object", "missing"]))
+    if coords == "int":
+        f["partition"] = np.zeros(n, np.int32)
+        f["offset"] = np.arange(n, dtype=np.int64) + 10
+    elif coords == "float-nan":
+        f["partition"] = [math.nan if i % 3 == 0 else 1.0 for i in range(n)]
+        f["offset"] = [math.nan if i % 4 == 0 else float(i) for i in range(n)]
+    elif coords == "object":
+        f["partition"] = pd.Series([None if i % 2 else 2 for i in range(n)], dtype=object)
+        f["offset"] = pd.Series([None if i % 5 == 0 else i for i in range(n)], dtype=object)
+    if draw(st.booleans()):
+        f["payload"] = pd.Series([None if i % 6 == 0 else bytes([i]) for i in range(n)],
+                                 dtype=object)
+    return f
+
+
+@settings(max_examples=60, deadline=None)
+@given(f=frames(), payload=st.booleans(),
+       needed=st.sampled_from([{"value"}, {"a1"}, {"value", "a1"}, {"tags"}, set()]))
+def test_columns_equal_rows(f: pd.DataFrame, payload: bool, needed: set[str]) -> None:
+    rows = sorted_rows(f)
+    attributes = ("value", "a1", "tags")
+    got = events_of(rows, attributes, needed)
+    want = _events_by_row(rows, attributes, needed)
+    assert got == want
+    assert all(type(v) is type(w) for e, x in zip(got, want, strict=True)
+               for v, w in zip(e.attrs.values(), x.attrs.values(), strict=True))
+    a, b = _store(payload), _store(payload)
+    remember(a, rows, got)
+    _add_by_row(b, rows, want)
+    assert a.info == b.info and a.order == b.order and a.added == b.added
+    assert _same_changes(a, b)
+
+
+def _same_changes(a: MemberStore, b: MemberStore) -> bool:
+    (ha, sa, ra), (hb, sb, rb) = a.changes(), b.changes()
+    return ha == hb and ra == rb and sa.keys() == sb.keys() and all(
+        all(np.array_equal(sa[k][c], sb[k][c]) if isinstance(sa[k][c], np.ndarray)
+            else sa[k][c] == sb[k][c] for c in sa[k]) for k in sa)
