@@ -8,7 +8,7 @@ JARS := $(CACHE)/jars
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
+.PHONY: help venv jars native kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -32,13 +32,26 @@ $(JARS)/.stamp: infra/maven/pom.xml
 
 jars: $(JARS)/.stamp ## Fetch Kafka broker + Spark connector jars with Maven (cached)
 
+# jemalloc for the Spark JVM (bounded native memory, docs/NOTES.md "soak"): Debian's
+# libjemalloc2 unpacked into the cache, no root needed; without it the JVM uses glibc
+$(CACHE)/lib/libjemalloc.so.2:
+	@mkdir -p $(CACHE)/lib $(CACHE)/deb
+	@if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
+	  && (cd $(CACHE)/deb && apt-get download -q libjemalloc2 >/dev/null 2>&1) \
+	  && dpkg-deb -x $$(ls -t $(CACHE)/deb/libjemalloc2_*.deb | head -1) $(CACHE)/deb/root \
+	  && cp $$(find $(CACHE)/deb/root -name libjemalloc.so.2 | head -1) $@; then \
+	  echo "native: jemalloc in $@"; \
+	else echo "warning: could not fetch Debian's libjemalloc2; the Spark JVM uses glibc malloc" >&2; fi
+
+native: $(CACHE)/lib/libjemalloc.so.2 ## Fetch jemalloc for the Spark JVM (optional; Debian's libjemalloc2)
+
 kafka-up: venv jars ## Start the local single-node KRaft broker
 	$(BIN)/harvest kafka up
 
 kafka-down: venv ## Stop the local broker
 	$(BIN)/harvest kafka down
 
-test: venv jars ## Run the import-layer contract, then the whole test suite (starts the local broker if needed)
+test: venv jars native ## Run the import-layer contract, then the whole test suite (starts the local broker if needed)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -52,13 +65,13 @@ lint: venv ## ruff check + the import-layer contract (lint-imports)
 typecheck: venv ## mypy
 	$(BIN)/mypy pipeline connectors
 
-demo: venv jars ## Run the end-to-end demo (broker, producers, Spark job, consumer, oracle)
+demo: venv jars native ## Run the end-to-end demo (broker, producers, Spark job, consumer, oracle)
 	$(BIN)/harvest demo
 
-bench: venv jars ## Run every benchmark (writes bench/results/*.json + *.png)
+bench: venv jars native ## Run every benchmark (writes bench/results/*.json + *.png)
 	$(BIN)/harvest bench all
 
-bench-quick: venv jars ## Run every benchmark in quick mode
+bench-quick: venv jars native ## Run every benchmark in quick mode
 	$(BIN)/harvest bench all --quick
 
 spark-cluster-up: venv jars ## Start a Spark standalone master + worker on 127.0.0.1

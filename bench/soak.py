@@ -285,7 +285,12 @@ def run(quick: bool, results_dir: Path, settings: Settings,
     from connectors.launch.broker_config import BrokerConfig
     from pipeline.app.demo import DemoConfig, calibrate
     from pipeline.spark.job import start_job
-    from pipeline.spark.session import SessionConfig, build_session, connector_jars
+    from pipeline.spark.session import (
+        SessionConfig,
+        build_session,
+        connector_jars,
+        native_allocator,
+    )
     from pipeline.spark.submit import job_config, prepare_topics
     from pipeline.spec.toml import with_overrides
 
@@ -313,12 +318,14 @@ def run(quick: bool, results_dir: Path, settings: Settings,
     run_settings = settings.model_copy(update={"topic_prefix": prefix})
     cfg = job_config(spec, run_settings, checkpoint=str(workdir / "checkpoint"))
     prepare_topics(cfg, run_settings)
-    # the driver JVM's heap committed and touched up front (see the module docstring)
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{JVM_OPTIONS}" '
-                          "pyspark-shell")
-    spark = build_session(SessionConfig(master="local[2]", app_name="harvest-bench-soak",
-                                        jars=connector_jars(settings), shuffle_partitions=1,
-                                        driver_memory=DRIVER_MEMORY))
+    # the driver JVM's heap committed and touched up front (see the module docstring);
+    # the native memory bounds are the job's own (``harvest submit``'s session)
+    session = SessionConfig(master="local[2]", app_name="harvest-bench-soak",
+                            jars=connector_jars(settings), shuffle_partitions=1,
+                            driver_memory=DRIVER_MEMORY, java_options=JVM_OPTIONS,
+                            state_memory_mb=settings.state_memory_mb,
+                            preload=native_allocator(settings))
+    spark = build_session(session)
     samples = Samples()
     seen: set[int] = set()
     producer: Child | None = None
@@ -377,7 +384,9 @@ def run(quick: bool, results_dir: Path, settings: Settings,
                  "trigger_ms": spec.job.trigger_ms, "groups": spec.job.groups,
                  "max_offsets_per_trigger": spec.job.max_offsets_per_trigger},
         "topic_prefix": prefix,
-        "driver_memory": DRIVER_MEMORY, "driver_java_options": JVM_OPTIONS,
+        "driver_memory": DRIVER_MEMORY, "driver_java_options": session.jvm_options,
+        "malloc": "jemalloc" if session.preload else "glibc",
+        "state_memory_mb": session.state_memory_mb,
         "load_average": {"start": list(load_start), "end": list(os.getloadavg()),
                          "cpus": os.cpu_count()},
         "measures": {

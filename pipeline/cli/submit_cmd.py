@@ -67,7 +67,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of `harvest submit`."""
     # imported here so `harvest --help` and other subcommands never start a JVM
-    from pipeline.spark.session import SessionConfig, build_session, connector_jars
+    from pipeline.spark.session import (
+        SessionConfig,
+        build_session,
+        connector_jars,
+        native_allocator,
+    )
     from pipeline.spark.submit import (
         check_until_idle,
         job_config,
@@ -89,7 +94,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     session = SessionConfig(master=args.master, app_name=f"harvest-{cfg.mode}",
                             jars=connector_jars(settings),
                             shuffle_partitions=spec.job.partitions,
-                            driver_memory=args.driver_memory)
+                            driver_memory=args.driver_memory,
+                            state_memory_mb=settings.state_memory_mb,
+                            preload=native_allocator(settings))
     spark = build_session(session)
     signal.signal(signal.SIGTERM, _interrupt)
     try:

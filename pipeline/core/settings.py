@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     #: ``ssl.ca.location``; the Spark job's Java clients get it as a PEM truststore)
     ssl_ca_location: Path | None = None
     java_home: Path | None = None
+    #: the Spark JVM's malloc: ``auto`` = jemalloc when ``make native`` installed it
+    native_allocator: Literal["auto", "glibc"] = "auto"
+    #: RocksDB state store memory per Spark JVM (block cache + write buffers), MB
+    state_memory_mb: int = Field(default=64, ge=8, le=1_048_576)
 
     @property
     def jars_dir(self) -> Path:

@@ -25,13 +25,24 @@ ROCKSDB_PROVIDER = (
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 )
 REQUIRED_JARS = ("spark-sql-kafka-0-10_", "spark-avro_", "kafka-clients-", "commons-pool2-")
-#: native memory of the JVM bounded (#15 soak; README "Reliability"): every RocksDB state
-#: store instance of the JVM shares one block cache and write-buffer budget of this many MB
-#: (Spark's default: each instance unbounded), and glibc keeps at most this many malloc
-#: arenas per process (default 8 per core: native allocations from many threads — RocksDB,
-#: Kafka, Arrow — otherwise spread over arenas whose freed pages stay resident)
-ROCKSDB_MEMORY_MB = 256
+#: native memory of the JVM bounded (#15 soak; README "Reliability", docs/NOTES.md "soak"):
+#: every RocksDB state store instance of the JVM shares one block cache and write-buffer
+#: budget of this many MB (Spark's default: each instance unbounded). The LRU block cache
+#: keeps the blocks of compacted-away SST files until it is full, so the budget is also
+#: how far the JVM's native memory creeps up: 256 MB took over 20 minutes of the soak to
+#: fill; the soak's state is ~40 MB, so 64 MB holds it and is full within minutes.
+ROCKSDB_MEMORY_MB = 64
+#: the JIT's code cache, capped (the JVM's default reserves 240 MB and fills it slowly:
+#: +4–6 MB per minute still after 10 minutes of the soak); full, it flushes cold code
+CODE_CACHE_MB = 128
+#: glibc keeps at most this many malloc arenas per process (default 8 per core: native
+#: allocations from many threads otherwise spread over arenas whose freed pages stay
+#: resident); used where jemalloc is not installed
 MALLOC_ARENAS = "2"
+JEMALLOC = "libjemalloc.so.2"
+#: jemalloc's settings when it is preloaded: return freed pages after 2 s, from a
+#: background thread
+JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:2000,muzzy_decay_ms:0"
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,14 @@ class SessionConfig:
     python: str = sys.executable
     #: the Spark UI and its REST API (``harvest bench peer`` reads task times from it)
     ui: bool = False
+    #: RocksDB state store memory shared by the JVM's instances, MB
+    state_memory_mb: int = ROCKSDB_MEMORY_MB
+    #: the JIT code cache cap, MB
+    code_cache_mb: int = CODE_CACHE_MB
+    #: more driver JVM flags (the soak adds native memory tracking)
+    java_options: str = ""
+    #: a malloc library preloaded into the JVM and its Python workers ("": glibc's)
+    preload: str = ""
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form (logs, reports)."""
@@ -57,6 +76,10 @@ class SessionConfig:
             "driver_memory": self.driver_memory,
             "python": self.python,
             "ui": self.ui,
+            "state_memory_mb": self.state_memory_mb,
+            "code_cache_mb": self.code_cache_mb,
+            "java_options": self.java_options,
+            "preload": self.preload,
         }
 
     @classmethod
@@ -70,7 +93,16 @@ class SessionConfig:
             driver_memory=str(snap["driver_memory"]),
             python=str(snap["python"]),
             ui=bool(snap.get("ui", False)),
+            state_memory_mb=int(snap.get("state_memory_mb", ROCKSDB_MEMORY_MB)),
+            code_cache_mb=int(snap.get("code_cache_mb", CODE_CACHE_MB)),
+            java_options=str(snap.get("java_options", "")),
+            preload=str(snap.get("preload", "")),
         )
+
+    @property
+    def jvm_options(self) -> str:
+        """The JVM flags of the driver (and of executors on a cluster)."""
+        return f"-XX:ReservedCodeCacheSize={self.code_cache_mb}m {self.java_options}".strip()
 
 
 def connector_jars(settings: Settings) -> tuple[str, ...]:
@@ -87,12 +119,37 @@ def connector_jars(settings: Settings) -> tuple[str, ...]:
     return jars
 
 
+def native_allocator(settings: Settings) -> str:
+    """jemalloc for the Spark JVM if ``make native`` installed it and
+    ``HARVEST_NATIVE_ALLOCATOR`` is ``auto``; "" (glibc's malloc) otherwise.
+
+    Why: under glibc the driver JVM's memory outside the Java heap (RocksDB, compression
+    and other JNI code) kept growing through the soak (docs/NOTES.md "soak")."""
+    if settings.native_allocator != "auto":
+        return ""
+    lib = settings.cache_dir / "lib" / JEMALLOC
+    if lib.is_file():
+        return str(lib)
+    log.info("jemalloc not installed (make native): the JVM uses glibc malloc", path=str(lib))
+    return ""
+
+
+def _launch_env(config: SessionConfig) -> dict[str, str]:
+    """Environment for the JVM that ``getOrCreate`` starts (inherited by the Python
+    workers it forks)."""
+    env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", MALLOC_ARENAS)}
+    if config.preload:
+        if not Path(config.preload).is_file():
+            raise InfraError(f"preload library not found: {config.preload!r}")
+        env["LD_PRELOAD"] = config.preload
+        env["MALLOC_CONF"] = os.environ.get("MALLOC_CONF", JEMALLOC_CONF)
+    return env
+
+
 def build_session(config: SessionConfig) -> SparkSession:
     """Start (or reuse) the Spark session described by ``config``."""
     os.environ.setdefault("PYSPARK_PYTHON", config.python)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", config.python)
-    # inherited by the JVM spark-submit starts and by the Python workers it forks
-    os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
     builder = (
         SparkSession.builder.master(config.master)
         .appName(config.app_name)
@@ -101,21 +158,38 @@ def build_session(config: SessionConfig) -> SparkSession:
         .config("spark.pyspark.driver.python", config.python)
         .config("spark.executorEnv.PYSPARK_PYTHON", config.python)
         .config("spark.driver.memory", config.driver_memory)
+        .config("spark.driver.extraJavaOptions", config.jvm_options)
+        .config("spark.executor.extraJavaOptions",
+                f"-XX:ReservedCodeCacheSize={config.code_cache_mb}m")
         .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage", "true")
         .config("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB",
-                str(ROCKSDB_MEMORY_MB))
+                str(config.state_memory_mb))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "true" if config.ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
     )
-    spark = builder.getOrCreate()
+    # set only while the JVM starts: the driver's own later children (producers, jcmd)
+    # keep the plain environment
+    launch = _launch_env(config)
+    saved = {k: os.environ.get(k) for k in launch}
+    os.environ.update(launch)
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     spark.sparkContext.setLogLevel("WARN")
     # the session may be reused (tests): make the per-job settings current
     spark.conf.set("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
     log.info("spark session", master=config.master, jars=len(config.jars),
-             shuffle_partitions=config.shuffle_partitions)
+             shuffle_partitions=config.shuffle_partitions,
+             malloc="jemalloc" if config.preload else "glibc",
+             state_memory_mb=config.state_memory_mb, code_cache_mb=config.code_cache_mb)
     return spark
