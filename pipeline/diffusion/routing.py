@@ -30,9 +30,9 @@ missing results rather than duplicates, and the property tests in
 and that the filter removes nothing. Hash routing: ``owns`` is true iff the key
 value hashes to the instance.
 
-Plain Python + NumPy (no Spark, no Kafka): ``pipeline/spark`` calls
-:meth:`Router.route_batch` from a pandas UDF (``mapInPandas``) and explodes the
-(row, key) pairs before ``groupBy(route_key)``.
+Plain Python + NumPy (no Spark, no Kafka): the definition. ``pipeline.spark.routing``
+computes the same (row, key) pairs as Spark SQL expressions and explodes them before
+``groupBy(route_key)``; ``tests/integration/test_spark_routing.py`` checks the two agree.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Dataflow (ARCHITECTURE §1)::
         pipeline.spark.inputs)  ─ rejected ─→ dead_letter → P.deadletter
       → valid envelope rows
           passthrough: re-encode → P.results
-          join: route (hash | ATR, Gu et al. §2; explode replicas) + liveness ticks
+          join: route (hash | ATR, Gu et al. §2; Spark SQL, explode replicas) + ticks
                 → groupBy(route_key).transformWithStateInPandas(JoinProcessor)
                 → kind=result → join_result → P.results ; kind=metric → operator_metrics → P.metrics
 
@@ -22,20 +22,18 @@ id). ``"exactly-once"``: one Kafka transaction per micro-batch with its batch id
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.types import IntegerType, StructField, StructType
+from pyspark.sql.types import IntegerType
 
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import input_topic, schema_for, validate_topic
-from pipeline.diffusion.routing import Router, RouterConfig
+from pipeline.diffusion.routing import RouterConfig
 from pipeline.runtime.inputs import InputPlan
 from pipeline.spark.decode import DecodeConfig, decode, kafka_source
 from pipeline.spark.exactly_once import (
@@ -51,10 +49,11 @@ from pipeline.spark.inputs import (
     payload_column,
     payload_schemas,
 )
-from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, TICK_STREAM, InstanceConfig
+from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, InstanceConfig
 from pipeline.spark.placement import checkpoint_placement
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.spark.results import result_value
+from pipeline.spark.routing import routed
 from pipeline.spark.sinks import (
     dead_letter_value,
     passthrough_rows,
@@ -131,74 +130,23 @@ def predicate_attributes(spec: Spec) -> tuple[str, ...]:
     return (join.attribute,) if join.attribute else ()
 
 
-def route_function(router: Mapping[str, Any], columns: tuple[str, ...],
-                   key_attribute: str | None, keys: tuple[int, ...] | None = None
-                   ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The ``mapInPandas`` body: each row → one copy per instance (``Router.route_batch``,
-    Gu et al. §2 ATR replication or hash), plus one tick row per instance if the task had
-    input. Instance ``i`` is sent as route key ``keys[i]`` (its own shuffle partition,
-    :mod:`pipeline.spark.placement`; default: ``i``)."""
-    physical = np.asarray(keys if keys is not None else range(int(router["groups"])),
-                          dtype=np.int32)
-
-    def route(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        r = Router(RouterConfig.from_snapshot(router))
-        seen = False
-        arrivals: list[np.ndarray] = []
-        for pdf in batches:
-            if pdf.empty:
-                continue
-            seen = True
-            rejected = pdf["dl_value"].notna()
-            if rejected.any():
-                dead = pdf[rejected].reset_index(drop=True)
-                dead["route_key"] = np.int32(DEADLETTER_KEY)
-                yield dead
-            ok = pdf[~rejected]
-            if ok.empty:
-                continue
-            arrivals.append(ok["arrival_time"].to_numpy(np.int64))
-            keys = ok[key_attribute].to_numpy() if key_attribute else None
-            rows, route_keys = r.route_batch(ok["stream_idx"].to_numpy(np.int64),
-                                             ok["event_time"].to_numpy(np.int64), keys)
-            out = ok.iloc[rows].reset_index(drop=True)
-            out["route_key"] = physical[route_keys]
-            yield out
-        if seen:
-            g = r.config.groups
-            tick = pd.DataFrame({c: [None] * g for c in columns})
-            tick["stream_idx"] = TICK_STREAM
-            for c in ("seq", "event_time", "arrival_time", "partition", "offset"):
-                if c in tick.columns:
-                    tick[c] = 0
-            if "raw" in tick.columns:  # a non-nullable column of the envelope
-                tick["raw"] = [b""] * g
-            if arrivals:  # the task's median arrival: every instance's view of stream time
-                tick["arrival_time"] = int(np.median(np.concatenate(arrivals)))
-            tick["route_key"] = physical[:g]
-            yield tick
-
-    return route
-
-
 def _routed(valid: DataFrame, spec: Spec, keys: tuple[int, ...] | None = None) -> DataFrame:
     """Rows with their ``route_key`` (rejected rows: :data:`DEADLETTER_KEY`); instance
     ``i`` gets key ``keys[i]`` (:func:`pipeline.spark.placement.checkpoint_placement`).
 
-    With one group every routing sends each row once to key 0 (``Router.route_batch``
-    with G = 1), so the key is a Spark SQL literal and the rows skip the Python round
-    trip of ``mapInPandas``; the one key sees all input, so it needs no liveness ticks.
-    (A run of batches holding only rejected records then does not re-arm its idle
-    timer; with G > 1 their ticks do.)"""
+    Routing is a Spark SQL expression (:mod:`pipeline.spark.routing`: ATR's segment
+    range or the key's hash, exploded into one row per copy), so the rows never leave
+    the JVM; only the liveness ticks read two narrow columns in a pandas UDF. With one
+    group every routing sends each row once to key 0 (``Router.route_batch`` with
+    G = 1), so the key is a literal; the one key sees all input, so it needs no
+    liveness ticks. (A run of batches holding only rejected records then does not
+    re-arm its idle timer; with G > 1 their ticks do.)"""
     router = RouterConfig.from_spec(spec)
     if router.groups == 1:
         key = sf.when(sf.col("dl_value").isNotNull(), sf.lit(DEADLETTER_KEY)).otherwise(
             sf.lit(0))
         return valid.withColumn("route_key", key.cast(IntegerType()))
-    schema = StructType([*valid.schema.fields,
-                         StructField("route_key", IntegerType(), False)])
-    fn = route_function(router.snapshot(), tuple(valid.columns), router.key_attribute, keys)
-    return valid.mapInPandas(fn, schema)
+    return routed(valid, router, keys if keys is not None else tuple(range(router.groups)))
 
 
 def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFrame:

@@ -1,0 +1,103 @@
+"""Routing in Spark SQL (:mod:`pipeline.spark.routing`) against the Python router.
+
+Every (row, instance) copy must be the one :meth:`Router.route_batch` makes, rejected
+rows go once to the dead-letter key, and every task with input sends each instance one
+tick carrying the median arrival of its valid rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as sf
+
+from pipeline.diffusion.placement import spread_keys
+from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
+from pipeline.spark.instance import DEADLETTER_KEY, TICK_STREAM
+from pipeline.spark.routing import hash_indices, routed
+
+SCHEMA = ("stream_idx int, seq long, event_time long, arrival_time long, a1 {key}, "
+          "partition int, offset long, payload binary, raw binary, dl_key binary, "
+          "dl_value binary")
+
+
+def _frame(seed: int, n: int, key_type: str) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    ts = rng.integers(1_700_000_000_000, 1_700_000_090_000, n)
+    keys = rng.integers(-50, 50, n)
+    rejected = rng.random(n) < 0.1
+    return pd.DataFrame({
+        "stream_idx": rng.integers(0, 3, n).astype(np.int32),
+        "seq": np.arange(n, dtype=np.int64),
+        "event_time": ts, "arrival_time": ts + rng.integers(0, 500, n),
+        "a1": keys.astype(str) if key_type == "string" else keys,
+        "partition": np.zeros(n, dtype=np.int32), "offset": np.arange(n, dtype=np.int64),
+        "payload": [None] * n, "raw": [b"r%d" % i for i in range(n)],
+        "dl_key": [None] * n,
+        "dl_value": [b"dead" if r else None for r in rejected],
+    })
+
+
+def _router(mode: str, groups: int) -> RouterConfig:
+    return RouterConfig(mode, groups, (10_000, 5_000, 20_000), segment_ms=15_000, master=1,  # type: ignore[arg-type]
+                        key_attribute="a1" if mode == "hash" else None)
+
+
+@pytest.mark.parametrize(("mode", "groups", "key_type"), [
+    ("atr", 2, "int"), ("atr", 3, "int"), ("hash", 2, "int"), ("hash", 4, "string"),
+])
+def test_sql_routing_equals_the_router(spark: SparkSession, mode: str, groups: int,
+                                       key_type: str) -> None:
+    pdf = _frame(groups, 600, key_type)
+    df = spark.createDataFrame(pdf, SCHEMA.format(key=key_type)).repartition(3, "seq")
+    parts: pd.DataFrame = df.withColumn("pid", sf.spark_partition_id()).select(
+        "seq", "pid").toPandas()
+    cfg = _router(mode, groups)
+    keys = spread_keys(groups, groups)
+    out: pd.DataFrame = routed(df, cfg, keys).toPandas()
+
+    ok = pdf["dl_value"].isna().to_numpy()
+    good = pdf[ok]
+    rows, route = Router(cfg).route_batch(good["stream_idx"].to_numpy(),
+                                          good["event_time"].to_numpy(),
+                                          good["a1"].to_numpy())
+    want = Counter(zip(good["seq"].to_numpy()[rows].tolist(),
+                       np.asarray(keys)[route].tolist(), strict=True))
+    want.update((int(s), DEADLETTER_KEY) for s in pdf.loc[~ok, "seq"])
+    data = out[out["stream_idx"] != TICK_STREAM]
+    assert Counter(zip(data["seq"].astype(int), data["route_key"].astype(int),
+                       strict=True)) == want
+    # the copies are the rows themselves
+    merged = data.merge(pdf, on="seq", suffixes=("", "_in"))
+    for c in ("event_time", "arrival_time", "raw", "dl_value", "a1"):
+        assert merged[c].tolist() == merged[f"{c}_in"].tolist(), c
+
+    ticks = out[out["stream_idx"] == TICK_STREAM]
+    want_ticks: Counter[tuple[int, int]] = Counter()
+    for _, seqs in parts.groupby("pid")["seq"]:
+        task = pdf[pdf["seq"].isin(seqs)]
+        valid = task[task["dl_value"].isna()]["arrival_time"].to_numpy(np.int64)
+        arrival = int(np.median(valid)) if len(valid) else 0
+        want_ticks.update((k, arrival) for k in keys)
+    assert Counter(zip(ticks["route_key"].astype(int), ticks["arrival_time"].astype(int),
+                       strict=True)) == want_ticks
+    assert (ticks["seq"] == 0).all() and (ticks["raw"] == b"").all()
+    assert ticks["a1"].isna().all() and ticks["dl_value"].isna().all()
+
+
+def test_sql_splitmix_equals_stable_hash(spark: SparkSession) -> None:
+    rng = np.random.default_rng(5)
+    values = [0, 1, -1, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), 2**53 + 1,
+              *rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64).tolist()]
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)] + [(len(values), None)],
+                               "i int, k long")
+    for groups in (2, 3, 7, 16):
+        got: pd.DataFrame = hash_indices(df, "k", groups).orderBy("i").toPandas()
+        want = (stable_hash_array(np.array(values, dtype=np.int64))
+                % np.uint64(groups)).astype(int).tolist()
+        want.append(int(stable_hash_array(np.array([np.nan]))[0] % np.uint64(groups)))
+        assert got["_harvest_hash_hi"].astype(int).tolist() == want
