@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak import (
+from bench.soak_memory import MemorySample, sample_memory
+from bench.soak_rows import (
     BatchSample,
-    MemorySample,
     Samples,
     minute_rows,
     output_drift,
-    sample_memory,
     summarize,
 )
 
@@ -75,8 +74,8 @@ def test_memory_of_the_driver_its_jvm_and_python_workers(tmp_path: Path) -> None
 
 
 def test_nmt_summary_is_parsed_and_growth_attributed() -> None:
-    from bench.soak import Samples, native_growth
     from bench.soak_memory import parse_nmt
+    from bench.soak_rows import Samples, native_growth
 
     text = """Native Memory Tracking:
 
