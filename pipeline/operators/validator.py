@@ -48,80 +48,33 @@ bytes) so the runtime can write them to the dead-letter topic.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
-from pipeline.core.errors import ConfigError, OperatorStateError, SerializationError
+from pipeline.core.errors import OperatorStateError
 from pipeline.operators import validator_fast
 from pipeline.operators.events import Event
-from pipeline.operators.predicates import DenseStore
+from pipeline.operators.validator_config import (
+    ADAPTIVE_K_BOUND_MS,
+    CLOCK_SIZE,
+    DEFAULT_MAX_FUTURE_MS,
+    QUORUM,
+    Admission,
+    Held,
+    Lookup,
+    Rejected,
+    ValidatorConfig,
+    default_max_late_ms,
+)
+from pipeline.operators.validator_holds import engine_holds, same_attrs
 
-#: the default of ``[disorder] max_future_ms``
-DEFAULT_MAX_FUTURE_MS = 60_000
-#: the largest K Max-K-slack and quality-driven K may choose, for the default
-#: ``max_late_ms``: both follow the observed delays, which nothing bounds, so a delay
-#: beyond a minute counts as a fault (raise ``max_late_ms`` for slower feeds)
-ADAPTIVE_K_BOUND_MS = 60_000
-CLOCK_SIZE = 31
-QUORUM = 7
+__all__ = ["ADAPTIVE_K_BOUND_MS", "CLOCK_SIZE", "DEFAULT_MAX_FUTURE_MS", "QUORUM", "Admission",
+           "Held", "InputValidator", "Lookup", "Rejected", "ValidatorConfig",
+           "default_max_late_ms", "engine_holds"]
+
 #: a stream's median is recomputed after this many new arrivals (a cheap, still robust
 #: clock: it lags its window by a few tuples at most)
 _REFRESH = 4
-
-
-def default_max_late_ms(mode: str, slack_ms: int, windows: Sequence[int]) -> int:
-    """The largest window plus the largest K the policy may choose: 0 (``none``),
-    ``slack_ms`` (``fixed``), :data:`ADAPTIVE_K_BOUND_MS` (``max``, ``quality``)."""
-    k = {"none": 0, "fixed": int(slack_ms)}.get(mode, ADAPTIVE_K_BOUND_MS)
-    return int(max(windows)) + k
-
-
-@dataclass(frozen=True)
-class ValidatorConfig:
-    """Stream names (for reasons), the two bounds and the clock's size and quorum."""
-
-    streams: tuple[str, ...]
-    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
-    max_late_ms: int = 120_000
-    clock_size: int = CLOCK_SIZE
-    quorum: int = QUORUM
-
-    def __post_init__(self) -> None:
-        if self.max_future_ms <= 0 or self.max_late_ms <= 0:
-            raise ConfigError(f"disorder.max_future_ms/max_late_ms: must be > 0, got "
-                              f"{self.max_future_ms}/{self.max_late_ms}")
-        if not 1 <= self.quorum <= self.clock_size:
-            raise ConfigError(f"validator quorum {self.quorum}: must be in [1, clock_size "
-                              f"{self.clock_size}]")
-
-
-@dataclass
-class Rejected:
-    """A tuple the validator refused, with the runtime's ``info`` and why."""
-
-    event: Event
-    info: Any
-    reason: str
-
-
-@dataclass
-class Admission:
-    """One call's outcome: the accepted tuples (arrival order, with their ``info``), the
-    rejected ones and how many exact duplicates were dropped."""
-
-    accepted: list[tuple[Event, Any]] = field(default_factory=list)
-    rejected: list[Rejected] = field(default_factory=list)
-    duplicates: int = 0
-
-
-#: (stream, seq) → the engine's copy of that tuple: (event time, attributes or None when
-#: only the join's features are known, then compared as ``features``)
-Held = Mapping[tuple[int, int], tuple[int, Any]]
-#: the engine's copies of some (stream, seq) keys: see :func:`engine_holds`
-Lookup = Callable[[Sequence[Event]], Held]
 
 
 class InputValidator:
@@ -250,7 +203,7 @@ class InputValidator:
         if seen is None:
             return False, None
         ts, attrs = seen
-        if ts == ev.ts and (attrs is None or _same(attrs, ev.attrs)):
+        if ts == ev.ts and (attrs is None or same_attrs(attrs, ev.attrs)):
             return True, None
         self.counts["conflicts"] += 1
         name = self.config.streams[ev.stream]
@@ -389,13 +342,6 @@ def _median(values: Iterable[int]) -> int:
     return ordered[(len(ordered) - 1) // 2]  # the lower median: an actual arrival time
 
 
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Equal attributes (the ones the engine keeps), NaN-free by the decode rules."""
-    if isinstance(a, _FeatureCheck):  # a windowed tuple: compare the predicate's features
-        return a.matches(b)
-    return all(b[name] == value for name, value in a.items() if name in b)
-
-
 def _event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
     return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
 
@@ -403,74 +349,3 @@ def _event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
 def _event_from_state(state: Any) -> Event:
     stream, seq, ts, arrival, attrs = state
     return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
-
-
-def engine_holds(engine: Any, events: Sequence[Event]) -> dict[tuple[int, int], tuple[int, Any]]:
-    """The engine's copies of the (stream, seq) keys of ``events``: from the K-slack
-    buffers and the Synchronizer (event time, attributes) and from the join windows
-    (event time; attributes compared as the predicate's features). Empty for keys the
-    engine does not hold."""
-    wanted = {(ev.stream, ev.seq) for ev in events}
-    out: dict[tuple[int, int], tuple[int, Any]] = {}
-    for ks in engine.kslacks:
-        for ev in ks.buffered():
-            if (ev.stream, ev.seq) in wanted:
-                out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
-    for ev in engine.sync.buffered():
-        if (ev.stream, ev.seq) in wanted:
-            out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
-    windows = getattr(engine.join, "windows", None)
-    if not windows:
-        return out
-    predicate = engine.config.predicate
-    b = engine.config.basic_window_ms
-    groups: dict[tuple[int, int], list[Event]] = {}
-    for ev in events:
-        if (ev.stream, ev.seq) not in out:
-            groups.setdefault((ev.stream, ev.ts // b), []).append(ev)
-    for (stream, bid), evs in groups.items():
-        bw = windows[stream].bws.get(bid)
-        if bw is None or len(bw) == 0:
-            continue
-        seqs = bw.seq.view()
-        hits = np.isin(seqs, np.fromiter((e.seq for e in evs), np.int64, len(evs)))
-        if not hits.any():
-            continue
-        rows = np.flatnonzero(hits)
-        tsv = bw.ts.view()
-        by_seq = {int(seqs[r]): int(r) for r in rows.tolist()}
-        for ev in evs:
-            r = by_seq.get(ev.seq)
-            if r is None:
-                continue
-            ts = int(tsv[r])
-            out[(ev.stream, ev.seq)] = (ts, _FeatureCheck(predicate, bw, r))
-    return out
-
-
-class _FeatureCheck(Mapping[str, Any]):
-    """A windowed tuple's attributes, known only as the predicate's feature row: equal to
-    an event's attributes iff the event encodes to the same row (:func:`_same`)."""
-
-    def __init__(self, predicate: Any, bw: Any, row: int) -> None:
-        self.predicate, self.bw, self.row = predicate, bw, row
-
-    def __getitem__(self, key: str) -> Any:
-        raise KeyError(key)
-
-    def __iter__(self) -> Any:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def matches(self, attrs: Mapping[str, Any]) -> bool:
-        side_of = getattr(self.bw.feats, "side", None)
-        if not isinstance(self.bw.feats, DenseStore) or side_of is None:
-            return True  # sparse features (cosine): (stream, seq, event time) decide
-        try:
-            enc = self.predicate.encode(attrs)
-        except SerializationError:
-            return False
-        side = side_of(np.array([self.row], np.int64))
-        return bool(np.array_equal(np.asarray(side).reshape(-1), np.asarray(enc).reshape(-1)))
