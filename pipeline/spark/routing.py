@@ -152,21 +152,29 @@ def hash_indices(df: DataFrame, key_attribute: str, groups: int) -> DataFrame:
 # ---------------------------------------------------------------- liveness ticks
 def tick_marks(batches: Iterator[tuple[pd.Series, pd.Series]]) -> Iterator[pd.Series]:
     """One routing task's ``(arrival_time, valid)`` batches → null for every row but the
-    task's last, which gets the median arrival of the valid rows (0 if none)."""
-    sizes: list[int] = []
+    task's last, which gets the median arrival of the valid rows (0 if none). Each
+    batch's output is held back only until the next non-empty batch arrives, so the JVM
+    buffers at most two Arrow batches of the task's rows, not all of them."""
     arrivals: list[np.ndarray] = []
+    held: int | None = None  # the size of the last non-empty batch, not yet answered
     for arrival, ok in batches:
-        sizes.append(len(arrival))
+        n = len(arrival)
+        if n == 0:  # answers are matched to the rows in order, not batch by batch
+            continue
         mask = ok.to_numpy(bool)
         if mask.any():
             arrivals.append(arrival[mask].to_numpy(np.int64))
-    value = int(np.median(np.concatenate(arrivals))) if arrivals else 0
-    last = max((i for i, n in enumerate(sizes) if n), default=-1)
-    for i, n in enumerate(sizes):
-        out = pd.Series(pd.array([None] * n, dtype="Int64"))
-        if i == last:
-            out.iloc[n - 1] = value
+        if held is not None:
+            yield _nulls(held)
+        held = n
+    if held is not None:
+        out = _nulls(held)
+        out.iloc[held - 1] = int(np.median(np.concatenate(arrivals))) if arrivals else 0
         yield out
+
+
+def _nulls(n: int) -> pd.Series:
+    return pd.Series(pd.array([None] * n, dtype="Int64"))
 
 
 _COPY_TYPE = ArrayType(StructType([StructField("key", IntegerType()),
