@@ -64,10 +64,15 @@ class WallBudget:
         return True
 
     def charge(self, cost: float, now: int) -> None:
+        self._take(cost)
+
+    def _take(self, cost: float) -> float:
+        """Charge the wall time since :meth:`admit` and the model ``cost``; the time taken."""
         took = max(0.0, self.clock() - self.started)
         self.spent += took
         self.timed_total += took
         self.cost += cost
+        return took
 
     def admit_run(self, n: int) -> None:
         """Ours (the engine's batch path): ``n`` tuples admitted at once; their charge
@@ -190,10 +195,7 @@ class WallQueue(WallBudget):
         return True
 
     def charge(self, cost: float, now: int) -> None:
-        took = max(0.0, self.clock() - self.started)
-        self.spent += took
-        self.timed_total += took
-        self.cost += cost
+        took = self._take(cost)
         self.last_took = took
         self.last_now = max(self.last_now, float(now))
         self._serve(took)
