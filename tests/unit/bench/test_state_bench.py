@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from bench.state import CountingHandle, _parts, growth, summarize, targets
+from bench.state import _parts, growth, summarize, targets
+from bench.state_handle import CountingHandle
 from bench.state_spark import checkpoint_bytes
 from pipeline.core.errors import ConfigError
 
