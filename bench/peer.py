@@ -54,6 +54,7 @@ from bench.peer_plot import plot
 from bench.peer_report import summary, targets
 from bench.peer_runs import (
     BUILTIN,
+    FLOOR,
     HARVEST,
     METHODS,
     QueryRun,
@@ -80,7 +81,7 @@ from pipeline.core.settings import Settings
 __all__ = ["Workload", "replication", "run", "summary", "targets"]
 
 log = get_logger(__name__)
-PARTS = ("drain", "overhead", "streaming", "scaling", "cluster")
+PARTS = ("drain", "floor", "overhead", "streaming", "scaling", "cluster")
 #: near-empty micro-batches: tuples/s per stream, seconds, batches left out at the start
 OVERHEAD_RATE, OVERHEAD_TRIGGER_MS, OVERHEAD_SKIP = 2.0, 1_000, 3
 #: ``scaling_cluster`` when no cluster rows were measured
@@ -135,6 +136,42 @@ def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
         ratio[name] = (round(h["rows_per_s"] / b["rows_per_s"], 3)
                     if h["rows_per_s"] and b["rows_per_s"] else None)
     return {"rows": rows, "ratio": ratio}
+
+
+def floor_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
+               drain: dict[str, Any]) -> dict[str, Any]:
+    """The read-and-decode floor (:mod:`pipeline.spark.floor`) on each drain backlog, best
+    of ``reps``, and what it leaves for any join: floor rows/s ÷ the built-in join's
+    (``max_ratio``, from the drain part's rows) is the most a join that reads through
+    Spark's Kafka source and this decode could reach against it."""
+    warm = head(ws["equi"], 10)
+    bench.run(spark, warm, FLOOR, max_offsets=len(warm.records) // 2)
+    rows = []
+    for w in ws.values():
+        runs = []
+        for _ in range(reps):
+            run, _cfg = bench.run(spark, w, FLOOR, max_offsets=len(w.records) // 4)
+            runs.append(run)
+            print(f"[bench peer] floor {w.name}: {run.input_rows} rows in {run.busy_s:.1f} s "
+                  f"busy, load {run.load}", flush=True)
+        best = _best(runs)
+        rows.append({"workload": w.name, "method": FLOOR, "input_rows": best.input_rows,
+                     "busy_s": round(best.busy_s, 2),
+                     "rows_per_s": (round(best.input_rows / best.busy_s, 1)
+                                    if best.busy_s > 0 else None),
+                     "batches": len(best.busy), "stopped": best.stopped,
+                     "load_avg": list(best.load),
+                     "runs_rows_per_s": [round(r.input_rows / r.busy_s, 1) if r.busy_s else None
+                                         for r in runs]})
+    peers = {r["workload"]: r["rows_per_s"] for r in drain.get("rows", [])
+             if r["method"] == BUILTIN}
+    max_ratio = {r["workload"]: (round(r["rows_per_s"] / peers[r["workload"]], 3)
+                                 if r["rows_per_s"] and peers.get(r["workload"]) else None)
+                 for r in rows}
+    return {"floor": {"rows": rows, "max_ratio": max_ratio,
+                      "what": "Kafka read + Avro decode + validation of the same backlog, "
+                              "rows discarded (noop sink); max_ratio = its rows/s over the "
+                              "built-in join's: no join reading this way can exceed it"}}
 
 
 def _overhead_workload(ws: dict[str, Workload], seconds: float) -> Workload:
@@ -301,11 +338,13 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
                  "true_results": len(w.truth)} for w in ws.values()}}
     payload.update(load_avg_start=load_avg(), workloads=sizes, groups=GROUPS,
                    trigger_ms=TRIGGER_MS, disorder=DISORDER)
-    if {"drain", "overhead", "streaming"} & set(parts):
+    if {"drain", "floor", "overhead", "streaming"} & set(parts):
         spark = _session(settings, "local[2]", ui=False)
         try:
             if "drain" in parts:
                 payload.update(drain_part(spark, bench, ws, reps))
+            if "floor" in parts:
+                payload.update(floor_part(spark, bench, ws, reps, payload))
             if "overhead" in parts:
                 payload.update(overhead_part(spark, bench, ws, reps, 20.0 if quick else 45.0))
             if "streaming" in parts and payload.get("rows"):

@@ -43,6 +43,10 @@ def summary(payload: dict[str, Any]) -> list[str]:
         lines.append(f"drain {w}: harvest {rows[HARVEST]['rows_per_s']} vs spark-builtin "
                      f"{rows[BUILTIN]['rows_per_s']} rows/s ({r}×); results equal "
                      f"{rows[HARVEST]['results_equal']}")
+    floor = payload.get("floor", {})
+    for r in floor.get("rows", []):
+        lines.append(f"read-and-decode floor {r['workload']}: {r['rows_per_s']} rows/s, at "
+                     f"most {floor['max_ratio'].get(r['workload'])}× the built-in join")
     over = payload.get("batch_overhead_ms", {})
     if over:
         lines.append("near-empty micro-batch: " + ", ".join(

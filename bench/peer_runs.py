@@ -34,6 +34,8 @@ log = get_logger(__name__)
 
 HARVEST, BUILTIN = "harvest", "spark-builtin"
 METHODS = (HARVEST, BUILTIN)
+#: the read-and-decode floor (:mod:`pipeline.spark.floor`): no join, no results
+FLOOR = "read-floor"
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,13 @@ def start_query(spark: Any, method: str, cfg: Any, serde: Any, delay_ms: int) ->
     """Start harvest's job or the built-in join on ``cfg``'s topics (Kafka sink; both
     count their result rows per batch in ``observedMetrics['out']``)."""
     from pipeline.spark.builtin_join import start_builtin_join
+    from pipeline.spark.floor import start_read_floor
     from pipeline.spark.job import start_job
 
     if method == HARVEST:
         return start_job(spark, cfg, serde)
+    if method == FLOOR:
+        return start_read_floor(spark, cfg, serde)
     return start_builtin_join(spark, cfg, serde, delay_ms)
 
 

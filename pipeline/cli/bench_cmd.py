@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--only", default=None,
         help="comma-separated parts to run, merged into the existing JSON "
              "(grubjoin: optimality,config_time,sweeps,index_effect; pipeline: remeasure; "
-             "peer: drain,overhead,streaming,scaling,cluster; default: all)",
+             "peer: drain,floor,overhead,streaming,scaling,cluster; default: all)",
     )
     p.add_argument(
         "--minutes", type=float, default=None,

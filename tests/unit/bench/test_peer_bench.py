@@ -17,7 +17,7 @@ from pipeline.core.settings import Settings
 
 
 def test_only_names_the_parts(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="drain,overhead,streaming,scaling,cluster"):
+    with pytest.raises(ConfigError, match="drain,floor,overhead,streaming,scaling,cluster"):
         run(False, tmp_path, Settings(), only="drain,speed")
 
 
@@ -89,3 +89,12 @@ def test_targets_and_summary_of_a_payload(tmp_path: Path) -> None:
     assert lines[0].startswith("drain equi: harvest 300.0 vs spark-builtin 100.0 rows/s (3.0×)")
     assert "local[2]: groups=2 / groups=1 = 1.5×" in lines
     assert plot(payload, tmp_path).exists()
+
+
+def test_summary_reports_the_floor() -> None:
+    from bench.peer_report import summary
+
+    payload = {"floor": {"rows": [{"workload": "equi", "rows_per_s": 30_000.0}],
+                         "max_ratio": {"equi": 2.17}}}
+    assert summary(payload) == ["read-and-decode floor equi: 30000.0 rows/s, at most 2.17× "
+                                "the built-in join"]
