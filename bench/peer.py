@@ -21,6 +21,10 @@ Parts (``--only`` runs some of them and merges them into the existing ``peer.jso
   warm-up run of each (the first query of a Spark session pays the JVM's warm-up); the
   best run of each is kept. Each row says whether its de-duplicated result set equals
   the other method's (``results_equal``) and the oracle's.
+* ``floor`` — the read-and-decode floor (:mod:`pipeline.spark.floor`): the same backlog
+  read through Spark's Kafka source, decoded and validated as both joins do, the rows
+  discarded; ``floor.max_ratio`` = its rows/s over the built-in join's (from ``drain``),
+  the most any join that reads this way can reach against the built-in one.
 * ``overhead`` — near-empty micro-batches: 2 tuples/s per stream of the equi workload,
   published in real time with a 1 s trigger; ``batch_overhead_ms`` is the median
   duration of the batches with input (the first three left out), with Spark's
