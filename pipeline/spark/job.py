@@ -205,6 +205,26 @@ def _own_envelope(decoded: DataFrame, dcfg: DecodeConfig, plan: InputPlan) -> Da
         "raw", "dl_key", "dl_value")
 
 
+def _narrowed(env: DataFrame, attributes: tuple[str, ...], keep: set[str]) -> DataFrame:
+    """``env`` without the columns no stage after it reads: ``stream`` (the instance
+    uses ``stream_idx``) and each workload attribute outside ``keep`` (the predicate's
+    attributes and the hash router's key). The rows then cross routing, the shuffle and
+    the Arrow hand-over to Python narrower; the payload was built before, and
+    :func:`pipeline.spark.instance_rows.events_of` reads only the predicate's
+    attributes."""
+    dropped = {"stream", *(a for a in attributes if a not in keep)}
+    return env.select(*[c for c in env.columns if c not in dropped])
+
+
+def _kept_attributes(spec: Spec, instance: InstanceConfig) -> set[str]:
+    """The attributes the join stage reads: the predicate's and the hash routing key."""
+    router = RouterConfig.from_spec(spec)
+    keep = set(instance.engine.predicate.attributes)
+    if router.mode == "hash" and router.key_attribute:
+        keep.add(router.key_attribute)
+    return keep
+
+
 def _instance_config(cfg: JobConfig, attributes: tuple[str, ...]) -> InstanceConfig:
     """What every instance needs: with payload, with coordinates derived from seq?"""
     plan = cfg.plan
@@ -236,8 +256,9 @@ def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
                                     serde.header(dcfg.schema_name), dcfg.schema_json)
         attributes = dcfg.attribute_names
         env = _own_envelope(decoded, dcfg, cfg.plan)
-    pconf = ProcessorConfig(_instance_config(cfg, attributes),
-                            idle_flush_ms=cfg.idle_flush_ms, run_token=uuid.uuid4().hex)
+    icfg = _instance_config(cfg, attributes)
+    pconf = ProcessorConfig(icfg, idle_flush_ms=cfg.idle_flush_ms, run_token=uuid.uuid4().hex)
+    env = _narrowed(env, attributes, _kept_attributes(cfg.spec, icfg))
     keys = checkpoint_placement(spark, cfg.checkpoint, cfg.spec.job.groups).keys
     joined = _routed(env, cfg.spec, keys).groupBy("route_key") \
         .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")

@@ -43,6 +43,9 @@ JEMALLOC = "libjemalloc.so.2"
 #: jemalloc's settings when it is preloaded: return freed pages after 2 s, from a
 #: background thread
 JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:2000,muzzy_decay_ms:0"
+#: rows per Arrow batch handed to Python (Spark's default 10,000): a route key's rows of
+#: a drain's micro-batch (~22,500 in ``harvest bench peer``) cross in one frame, not three
+ARROW_BATCH_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ def build_session(config: SessionConfig) -> SparkSession:
         .config("spark.ui.enabled", "true" if config.ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
     )
     # set only while the JVM starts: the driver's own later children (producers, jcmd)
     # keep the plain environment
@@ -188,6 +192,7 @@ def build_session(config: SessionConfig) -> SparkSession:
     spark.sparkContext.setLogLevel("WARN")
     # the session may be reused (tests): make the per-job settings current
     spark.conf.set("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
     log.info("spark session", master=config.master, jars=len(config.jars),
              shuffle_partitions=config.shuffle_partitions,
              malloc="jemalloc" if config.preload else "glibc",

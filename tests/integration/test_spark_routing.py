@@ -17,12 +17,15 @@ from pyspark.sql import functions as sf
 
 from pipeline.diffusion.placement import spread_keys
 from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
-from pipeline.spark.instance import DEADLETTER_KEY, TICK_STREAM
+from pipeline.spark.instance import DEADLETTER_KEY, TICK_STREAM, InstanceConfig
+from pipeline.spark.job import _kept_attributes, _narrowed
 from pipeline.spark.routing import hash_indices, routed
+from pipeline.spec.model import parse_spec
 
 SCHEMA = ("stream_idx int, seq long, event_time long, arrival_time long, a1 {key}, "
           "partition int, offset long, payload binary, raw binary, dl_key binary, "
           "dl_value binary")
+_BYTES = ("payload", "raw", "dl_key", "dl_value")
 
 
 def _frame(seed: int, n: int, key_type: str) -> pd.DataFrame:
@@ -101,3 +104,29 @@ def test_sql_splitmix_equals_stable_hash(spark: SparkSession) -> None:
                 % np.uint64(groups)).astype(int).tolist()
         want.append(int(stable_hash_array(np.array([np.nan]))[0] % np.uint64(groups)))
         assert got["_harvest_hash_hi"].astype(int).tolist() == want
+
+
+@pytest.mark.parametrize(("predicate", "routing", "kept"), [
+    ({"predicate": "band", "attribute": "a1", "epsilon": 0.5}, "atr", ("a1",)),
+    ({"predicate": "equi", "attribute": "a1"}, "hash", ("a1",)),
+    ({"predicate": "distance", "x": "x", "y": "y", "epsilon": 1.0}, "atr", ("x", "y")),
+])
+def test_join_envelope_keeps_only_what_the_join_reads(
+        spark: SparkSession, predicate: dict[str, object], routing: str,
+        kept: tuple[str, ...]) -> None:
+    """``stream`` and the attributes neither the predicate nor the hash router read
+    leave the envelope before routing; every other column stays, in its order."""
+    spec = parse_spec({"join": {"streams": ["s1", "s2"], "window_ms": 100, **predicate},
+                       "job": {"routing": routing, "groups": 2}})
+    attributes = ("a1", "x", "y")
+    icfg = InstanceConfig.from_spec(spec, attributes)
+    keep = _kept_attributes(spec, icfg)
+    assert keep == set(kept)
+    columns = ("stream_idx", "stream", "seq", "event_time", "arrival_time", *attributes,
+               "partition", "offset", "payload", "kafka_ms", "raw", "dl_key", "dl_value")
+    env = spark.createDataFrame([], ", ".join(
+        f"{c} {'string' if c == 'stream' else 'binary' if c in _BYTES else 'long'}"
+        for c in columns))
+    got = _narrowed(env, attributes, keep).columns
+    assert got == [c for c in columns if c != "stream" and c not in set(attributes) - keep]
+
