@@ -68,6 +68,19 @@ class MemberStore:
         self.order[stream].append((ts, seq))
         self.added[stream] += 1
 
+    def add_run(self, stream: int, seqs: Sequence[int], ts: Sequence[int],
+                partitions: Sequence[int], offsets: Sequence[int],
+                payloads: Sequence[bytes | None]) -> None:
+        """Remember arriving tuples of one stream at once, in arrival order: the same
+        entries as :meth:`add` one by one (coordinates already ints, :data:`UNKNOWN` for
+        a missing one)."""
+        if not self.keep:
+            return
+        self.info[stream].update(zip(seqs, zip(partitions, offsets, payloads, strict=True),
+                                     strict=True))
+        self.order[stream].extend(zip(ts, seqs, strict=True))
+        self.added[stream] += len(seqs)
+
     def evict(self, join_time: int) -> None:
         """Drop what no future result can contain (ts < ⋈T − W_j), in arrival order."""
         for j, (info, order) in enumerate(zip(self.info, self.order, strict=True)):

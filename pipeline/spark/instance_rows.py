@@ -124,12 +124,8 @@ def remember(store: MemberStore, rows: pd.DataFrame, events: Sequence[Event]) ->
         payloads = [bytes(p) if p is not None else None for p in rows["payload"].tolist()]
     for j in np.unique(streams).tolist():
         idx = np.flatnonzero(streams == j)
-        seq_j = seqs[idx].tolist()
-        pay_j = [payloads[i] for i in idx.tolist()]
-        store.info[j].update(zip(seq_j, zip(parts[idx].tolist(), offsets[idx].tolist(),
-                                            pay_j, strict=True), strict=True))
-        store.order[j].extend(zip(ts[idx].tolist(), seq_j, strict=True))
-        store.added[j] += int(idx.shape[0])
+        store.add_run(j, seqs[idx].tolist(), ts[idx].tolist(), parts[idx].tolist(),
+                      offsets[idx].tolist(), [payloads[i] for i in idx.tolist()])
 
 
 def row_info(rows: pd.DataFrame, i: int) -> dict[str, Any]:
