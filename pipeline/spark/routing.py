@@ -40,6 +40,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from pipeline.core.errors import ConfigError
 from pipeline.diffusion.routing import RouterConfig, stable_hash_array
 from pipeline.spark.instance import DEADLETTER_KEY, TICK_STREAM
 
@@ -193,7 +194,7 @@ def _tick_columns(df: DataFrame) -> dict[str, Column]:
     out = {}
     is_tick = sf.col(_COPY)["tick"].isNotNull()
     for f in df.schema.fields:
-        if f.name in (_COPY,):
+        if f.name == _COPY:
             continue
         if f.name == "stream_idx":
             value: Column = sf.lit(TICK_STREAM)
@@ -214,7 +215,8 @@ def routed(valid: DataFrame, router: RouterConfig, keys: tuple[int, ...]) -> Dat
     :data:`DEADLETTER_KEY`, and the ticks (``router.groups`` > 1)."""
     g = router.groups
     if len(keys) != g:
-        raise ValueError(f"{len(keys)} route keys for {g} groups")
+        raise ConfigError(f"job.groups: {g} groups need {g} route keys, got {len(keys)}: "
+                          f"{keys}")
     columns = valid.columns
     physical = sf.array(*[sf.lit(int(k)) for k in keys])
     rejected = sf.col("dl_value").isNotNull()

@@ -103,9 +103,14 @@ class SessionConfig:
         )
 
     @property
+    def code_cache_option(self) -> str:
+        """The JIT code cache cap, as a JVM flag (driver and executors)."""
+        return f"-XX:ReservedCodeCacheSize={self.code_cache_mb}m"
+
+    @property
     def jvm_options(self) -> str:
-        """The JVM flags of the driver (and of executors on a cluster)."""
-        return f"-XX:ReservedCodeCacheSize={self.code_cache_mb}m {self.java_options}".strip()
+        """The driver JVM's flags: the code cache cap and :attr:`java_options`."""
+        return f"{self.code_cache_option} {self.java_options}".strip()
 
 
 def connector_jars(settings: Settings) -> tuple[str, ...]:
@@ -162,8 +167,7 @@ def build_session(config: SessionConfig) -> SparkSession:
         .config("spark.executorEnv.PYSPARK_PYTHON", config.python)
         .config("spark.driver.memory", config.driver_memory)
         .config("spark.driver.extraJavaOptions", config.jvm_options)
-        .config("spark.executor.extraJavaOptions",
-                f"-XX:ReservedCodeCacheSize={config.code_cache_mb}m")
+        .config("spark.executor.extraJavaOptions", config.code_cache_option)
         .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
