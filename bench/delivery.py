@@ -159,7 +159,8 @@ def _read(settings: Settings, topic: str, read_committed: bool = True) -> list[A
 
 def _publish(settings: Settings, prefix: str, records: Sequence[dict[str, Any]],
              paced: bool) -> None:
-    from connectors.io.producer import Pacing, ProducerConfig, publish
+    from connectors.io.producer import publish
+    from connectors.io.producer_config import Pacing, ProducerConfig
     from connectors.io.serde import AvroSerde
     from connectors.io.topics import input_topic
 

@@ -26,7 +26,7 @@ achieve with one constant K (the yardstick for the adaptive policy's average K).
 Late tuples' productivity: ``late_estimate = "mean"`` (the in-order mean), not Ji et
 al.'s conservative "max", which overestimates N_true(P−L) (docs/NOTES.md); the recall
 guarantee comes from the policy's conservative model instead
-(:mod:`pipeline.operators.quality_policy`).
+(:mod:`pipeline.operators.disorder.quality.policy`).
 """
 
 from __future__ import annotations
@@ -46,13 +46,13 @@ from bench.common import write_json
 from bench.disorder_report import plot, print_table, targets
 from connectors.workloads import EquiParams, WorkloadSpec, ZipfDelay, generate
 from pipeline.core.settings import Settings
-from pipeline.operators.engine import Engine
-from pipeline.operators.events import event_from_dump
-from pipeline.operators.quality_policy import (
+from pipeline.operators.disorder.quality.policy import (
     EVIDENCE_INTERVALS,
     TARGET_HEADROOM,
     TARGET_MARGIN,
 )
+from pipeline.operators.engine.engine import Engine
+from pipeline.operators.events import event_from_dump
 from pipeline.runtime.resolve import resolve_engine, runtime_env
 from pipeline.spec.model import JoinSpec, Spec, parse_spec
 

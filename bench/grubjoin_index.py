@@ -8,7 +8,8 @@ from typing import Any
 
 from bench.grubjoin_sim import ALIGNED, engine_config, workload
 from pipeline.core.logging import get_logger
-from pipeline.operators.mjoin import JoinConfig, MWayJoin
+from pipeline.operators.join.config import JoinConfig
+from pipeline.operators.join.mjoin import MWayJoin
 
 log = get_logger("bench.grubjoin")
 

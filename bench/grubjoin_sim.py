@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from connectors.workloads import WorkloadSpec, generate_workload
-from pipeline.operators.config import EngineConfig
+from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.events import Event
-from pipeline.operators.mjoin import MWayJoin, Outcome
+from pipeline.operators.join.config import Outcome
+from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.registry import shedder_class
 from pipeline.runtime.resolve import resolve_engine, runtime_env
 from pipeline.spec.model import parse_spec

@@ -15,9 +15,13 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.logging import get_logger
-from pipeline.operators.bruteforce import exhaustive, optimal
-from pipeline.operators.costmodel import HarvestModel, join_orders
-from pipeline.operators.greedy import configure, greedy_double_sided, greedy_forward
+from pipeline.operators.shedding.costmodel import HarvestModel, join_orders
+from pipeline.operators.shedding.grubjoin.bruteforce import exhaustive, optimal
+from pipeline.operators.shedding.grubjoin.greedy import (
+    configure,
+    greedy_double_sided,
+    greedy_forward,
+)
 
 log = get_logger("bench.grubjoin")
 

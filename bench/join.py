@@ -49,12 +49,12 @@ from bench.join_fast import CAPACITY_TARGET, FIXED_TARGET_US, measure_fixed, mea
 from pipeline.core.figures import new_figure
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
-from pipeline.operators.batchjoin import encode_dense
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
-from pipeline.operators.engine_batch import MAX_RUN
+from pipeline.operators.engine.batch import MAX_RUN
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
-from pipeline.operators.mjoin import MWayJoin
+from pipeline.operators.join.mjoin import MWayJoin
+from pipeline.operators.join.run import encode_dense
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import parse_spec
 

@@ -29,15 +29,17 @@ from pipeline.app.capacity import measure_capacity, time_full_join
 from pipeline.app.demo import DemoConfig, _workload
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
-from pipeline.operators.batchjoin import INDEX_WINDOW_COST
-from pipeline.operators.batchprobe import Geometry, Side, index_position
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
-from pipeline.operators.grubjoin import GrubJoinShedder
-from pipeline.operators.hooks import PluginEnv, ProbePlan
-from pipeline.operators.predicates import build_predicate
-from pipeline.operators.valueindex import ValueIndex
+from pipeline.operators.join.plan import ProbePlan
+from pipeline.operators.join.predicates import build_predicate
+from pipeline.operators.join.run import INDEX_WINDOW_COST
+from pipeline.operators.join.run_probe import index_position
+from pipeline.operators.join.run_side import Geometry, Side
+from pipeline.operators.join.valueindex import ValueIndex
+from pipeline.operators.shedding.grubjoin.shedder import GrubJoinShedder
 from pipeline.runtime.resolve import resolve_engine, runtime_env
 from pipeline.spec.model import Spec, load_spec
 

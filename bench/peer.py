@@ -83,7 +83,7 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
-__all__ = ["Workload", "replication", "run", "summary", "targets"]
+__all__ = ["run"]
 
 log = get_logger(__name__)
 PARTS = ("drain", "floor", "overhead", "streaming", "scaling", "cluster")

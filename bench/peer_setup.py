@@ -92,7 +92,8 @@ def _spec(w: Workload, prefix: str, out_topic: str, groups: int, max_offsets: in
 
 
 def _publish(settings: Settings, prefix: str, w: Workload, speedup: float | None) -> None:
-    from connectors.io.producer import Pacing, ProducerConfig, publish
+    from connectors.io.producer import publish
+    from connectors.io.producer_config import Pacing, ProducerConfig
     from connectors.io.serde import AvroSerde
     from connectors.io.topics import input_topic, schema_for
 

@@ -35,7 +35,8 @@ from rich.table import Table
 
 from bench.common import save_figure, write_json
 from connectors.io.admin import delete_topics, ensure_topics
-from connectors.io.producer import ProducerConfig, ProduceReport, publish, publish_encoded
+from connectors.io.producer import publish, publish_encoded
+from connectors.io.producer_config import ProducerConfig, ProduceReport
 from connectors.io.serde import AvroSerde
 from pipeline.core.errors import KafkaUnavailableError, SerializationError
 from pipeline.core.figures import new_figure

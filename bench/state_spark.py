@@ -31,7 +31,8 @@ from rich.progress import Progress
 
 from bench.state import DESIGNS, RATE, _streams, bench_spec
 from pipeline.core.logging import get_logger
-from pipeline.spark.instance import OUTPUT_DDL, InstanceConfig
+from pipeline.spark.instance import InstanceConfig
+from pipeline.spark.instance_rows import OUTPUT_DDL
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig, StateLayout
 from pipeline.spark.session import SessionConfig, build_session
 

@@ -56,7 +56,7 @@ from pipeline.core.errors import (
 )
 from pipeline.core.logging import get_logger
 
-__all__ = ["Pacing", "ProduceReport", "ProducerConfig", "publish", "publish_encoded"]
+__all__ = ["publish", "publish_encoded"]
 
 log = get_logger(__name__)
 

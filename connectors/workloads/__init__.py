@@ -13,6 +13,7 @@ the demo)::
     schema_for("sensors")               # "sensor_reading"
 """
 
+from connectors.io.topics import schema_for
 from connectors.workloads.disorder import (
     BurstyDelay,
     DelayModel,
@@ -23,7 +24,7 @@ from connectors.workloads.disorder import (
     parse_model,
 )
 from connectors.workloads.params import EquiParams, NewsParams, PositionParams, SensorParams
-from connectors.workloads.registry import generate, generate_workload, schema_for
+from connectors.workloads.registry import generate, generate_workload
 from connectors.workloads.spec import WORKLOADS, WorkloadSpec
 from connectors.workloads.table import Workload, read_jsonl
 

@@ -8,7 +8,7 @@ K-slack, the Synchronizer, the join, result rows) and its state changes — with
 off (the spec's quality-driven K policy or else K = the sample's maximum delay), fed one
 trigger interval of input per call, on samples of the workload at rates r₁ < r₂ < …
 tuples/s per stream, and get c(r) = wall seconds of work per stream second. (Timing the
-bare :class:`~pipeline.operators.engine.Engine` instead, as before, left out the per-tuple
+bare :class:`~pipeline.operators.engine.engine.Engine` instead, as before, left out the per-tuple
 work around the join, which the batched engine made the larger part: the job could not
 even read 2× that "capacity".) Each sample's windows are first filled with
 ``warm_seconds`` of its own input (inserted unprobed, not timed), so the timed span sees
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.config import EngineConfig
+from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.events import event_from_dump
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
@@ -189,11 +189,11 @@ def time_full_join(
     ids: set[str] | None = None,
 ) -> tuple[float, int]:
     """(wall seconds, results) of the full join (:func:`timing_config`) in the bare
-    :class:`~pipeline.operators.engine.Engine` on the records of ``sample`` with event
+    :class:`~pipeline.operators.engine.engine.Engine` on the records of ``sample`` with event
     time ≥ ``warm_seconds``; the earlier ones fill the windows first, unprobed and
     untimed. With ``repeats`` > 1 the fastest run counts; ``ids`` receives the result ids
     (of the last run), outside the timed span. (The engine alone: ``harvest bench join``.)"""
-    from pipeline.operators.engine import Engine
+    from pipeline.operators.engine.engine import Engine
 
     exact = timing_config(spec, sample)
     index = {s: i for i, s in enumerate(spec.join.streams)}

@@ -226,7 +226,8 @@ def _publish(
     topics: dict[str, str],
     console: Console,
 ) -> int:
-    from connectors.io.producer import Pacing, ProducerConfig, publish
+    from connectors.io.producer import publish
+    from connectors.io.producer_config import Pacing, ProducerConfig
     from connectors.io.serde import AvroSerde
 
     config = ProducerConfig.from_settings(settings, topic_partitions=args.partitions)

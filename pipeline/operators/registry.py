@@ -11,34 +11,35 @@ import importlib
 from typing import TYPE_CHECKING, cast
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.hooks import ShedderFactory, SlackPolicyFactory
+from pipeline.operators.contract import ShedderFactory, SlackPolicyFactory
 
 if TYPE_CHECKING:  # static check only: every class below satisfies its factory protocol
-    from pipeline.operators.grubjoin import GrubJoinShedder
-    from pipeline.operators.noshed import NoShedder
-    from pipeline.operators.quality_policy import QualityPolicy
-    from pipeline.operators.randomdrop import RandomDropShedder
-    from pipeline.operators.randomdrop_static import StaticRandomDropShedder
-    from pipeline.operators.slack_policies import FixedSlack, MaxSlack, NoSlack
-    from pipeline.operators.taildrop import TailDropShedder
+    from pipeline.operators.disorder.quality.policy import QualityPolicy
+    from pipeline.operators.disorder.slack_policies import FixedSlack, MaxSlack, NoSlack
+    from pipeline.operators.shedding.baselines.randomdrop import RandomDropShedder
+    from pipeline.operators.shedding.baselines.randomdrop_static import StaticRandomDropShedder
+    from pipeline.operators.shedding.baselines.taildrop import TailDropShedder
+    from pipeline.operators.shedding.grubjoin.shedder import GrubJoinShedder
+    from pipeline.operators.shedding.noshed import NoShedder
 
     _POLICIES: tuple[SlackPolicyFactory, ...] = (NoSlack, MaxSlack, FixedSlack, QualityPolicy)
     _SHEDDERS: tuple[ShedderFactory, ...] = (NoShedder, GrubJoinShedder, RandomDropShedder,
                                              StaticRandomDropShedder, TailDropShedder)
 
 SLACK_POLICIES: dict[str, tuple[str, str]] = {
-    "none": ("pipeline.operators.slack_policies", "NoSlack"),
-    "max": ("pipeline.operators.slack_policies", "MaxSlack"),
-    "fixed": ("pipeline.operators.slack_policies", "FixedSlack"),
-    "quality": ("pipeline.operators.quality_policy", "QualityPolicy"),
+    "none": ("pipeline.operators.disorder.slack_policies", "NoSlack"),
+    "max": ("pipeline.operators.disorder.slack_policies", "MaxSlack"),
+    "fixed": ("pipeline.operators.disorder.slack_policies", "FixedSlack"),
+    "quality": ("pipeline.operators.disorder.quality.policy", "QualityPolicy"),
 }
 
 SHEDDERS: dict[str, tuple[str, str]] = {
-    "off": ("pipeline.operators.noshed", "NoShedder"),
-    "grubjoin": ("pipeline.operators.grubjoin", "GrubJoinShedder"),
-    "randomdrop": ("pipeline.operators.randomdrop", "RandomDropShedder"),
-    "randomdrop-static": ("pipeline.operators.randomdrop_static", "StaticRandomDropShedder"),
-    "taildrop": ("pipeline.operators.taildrop", "TailDropShedder"),
+    "off": ("pipeline.operators.shedding.noshed", "NoShedder"),
+    "grubjoin": ("pipeline.operators.shedding.grubjoin.shedder", "GrubJoinShedder"),
+    "randomdrop": ("pipeline.operators.shedding.baselines.randomdrop", "RandomDropShedder"),
+    "randomdrop-static": ("pipeline.operators.shedding.baselines.randomdrop_static",
+    "StaticRandomDropShedder"),
+    "taildrop": ("pipeline.operators.shedding.baselines.taildrop", "TailDropShedder"),
 }
 
 

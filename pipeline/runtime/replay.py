@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipeline.core.errors import SerializationError
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult, event_from_dump
-from pipeline.operators.hooks import PluginEnv
 from pipeline.runtime.resolve import runtime_env
 
 ProgressFn = Callable[[int, int], None]

@@ -1,6 +1,6 @@
 """One join operator instance (one route key) as the Spark processor runs it — no Spark here.
 
-The :class:`JoinInstance` wraps the operator :class:`~pipeline.operators.engine.Engine`
+The :class:`JoinInstance` wraps the operator :class:`~pipeline.operators.engine.engine.Engine`
 (Ji et al. Fig. 2: K-slack → Synchronizer → m-way join, GrubJoin shedding) with what a
 keyed, checkpointed runtime needs: rebuild from pickled state bytes, take a micro-batch of
 envelope rows as a pandas frame, emit result and metrics frames, and keep the ATR
@@ -22,26 +22,18 @@ import pandas as pd
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.budget.wall import WallBudget
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult
-from pipeline.operators.hooks import PluginEnv
-from pipeline.operators.validator import (
-    Admission,
-    InputValidator,
-    ValidatorConfig,
-    engine_holds,
-)
-from pipeline.operators.virtual_cpu import WallBudget
+from pipeline.operators.validation.config import Admission, ValidatorConfig
+from pipeline.operators.validation.holds import engine_holds
+from pipeline.operators.validation.validator import InputValidator
 from pipeline.runtime.members import MemberStore
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spark.instance_rows import (
-    DEADLETTER_KEY,
-    LAG_TARGET_SHARE,
-    OUTPUT_COLUMNS,
-    OUTPUT_DDL,
     TICK_STREAM,
-    dead_letter_frame,
     dead_letters,
     events_of,
     lag_ratio,
@@ -54,9 +46,8 @@ from pipeline.spark.instance_rows import (
 )
 from pipeline.spec.model import Spec
 
-__all__ = ["DEADLETTER_KEY", "LAG_TARGET_SHARE", "MEMBERS_PIECE", "OUTPUT_COLUMNS",
-           "OUTPUT_DDL", "TICK_STREAM", "WINDOW_PIECE", "InstanceConfig", "JoinInstance",
-           "PieceKey", "StateChanges", "dead_letter_frame", "result_frame"]
+__all__ = ["MEMBERS_PIECE", "WINDOW_PIECE", "InstanceConfig", "JoinInstance", "PieceKey",
+           "StateChanges"]
 
 #: incremental state (ARCHITECTURE §3): a piece is (kind, stream, id) — a join window's
 #: basic window (id = basic-window id) or a segment of the member store (id = arrival
@@ -266,7 +257,7 @@ class JoinInstance:
 
     def admit(self, frame: pd.DataFrame) -> tuple[list[Event], list[pd.DataFrame]]:
         """Envelope rows → the events the engine may take (arrival order) and the dead
-        letters of the rejected ones (:mod:`pipeline.operators.validator`); exact
+        letters of the rejected ones (:mod:`pipeline.operators.validation.validator`); exact
         duplicates are dropped. Without validation: every event, no dead letters."""
         rows = sorted_rows(frame)
         events = self._events_of(rows)
@@ -319,7 +310,7 @@ class JoinInstance:
         With a wall budget (ARCHITECTURE §5), the batch's time outside the join and its lag —
         the age of its freshest input record (Kafka timestamp) once its outputs are
         built, over ``LAG_TARGET_SHARE × trigger`` — go to
-        :meth:`~pipeline.operators.virtual_cpu.WallBudget.observe_batch` (ours).
+        :meth:`~pipeline.operators.budget.virtual_cpu.WallBudget.observe_batch` (ours).
 
         The cyclic garbage collector is paused meanwhile (as in the engine's batch path):
         a batch allocates events, dicts and tuples by the ten thousand, and each full

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.operators.events import Event, JoinResult
-from pipeline.operators.validator import Rejected
+from pipeline.operators.validation.config import Rejected
 from pipeline.runtime.members import UNKNOWN, MemberStore
 
 if TYPE_CHECKING:

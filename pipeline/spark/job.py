@@ -49,7 +49,8 @@ from pipeline.spark.inputs import (
     payload_column,
     payload_schemas,
 )
-from pipeline.spark.instance import DEADLETTER_KEY, OUTPUT_DDL, InstanceConfig
+from pipeline.spark.instance import InstanceConfig
+from pipeline.spark.instance_rows import DEADLETTER_KEY, OUTPUT_DDL
 from pipeline.spark.placement import checkpoint_placement
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.spark.results import result_value

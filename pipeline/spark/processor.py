@@ -53,13 +53,8 @@ from pyspark.sql.types import (
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.diffusion.placement import instance_of
-from pipeline.spark.instance import (
-    DEADLETTER_KEY,
-    InstanceConfig,
-    JoinInstance,
-    PieceKey,
-    dead_letter_frame,
-)
+from pipeline.spark.instance import InstanceConfig, JoinInstance, PieceKey
+from pipeline.spark.instance_rows import DEADLETTER_KEY, dead_letter_frame
 
 log = get_logger(__name__)
 

@@ -43,7 +43,7 @@ def dead_letter_value(header: bytes, schema_json: str) -> Column:
 
 def rejected_value(header: bytes, schema_json: str) -> Column:
     """The ``dead_letter`` record of a tuple the join instance rejected (input validation,
-    :mod:`pipeline.operators.validator`) from the processor's ``dl_*`` columns: reason,
+    :mod:`pipeline.operators.validation.validator`) from the processor's ``dl_*`` columns: reason,
     source topic/partition/offset and the original bytes."""
     record = sf.struct(
         sf.col("dl_reason").alias("reason"),

@@ -28,7 +28,7 @@ from pipeline.spec.output import OutputSpec
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 #: the largest K Max-K-slack and quality-driven K may choose, for the default
-#: ``[disorder] max_late_ms`` (the same as ``pipeline.operators.validator``'s)
+#: ``[disorder] max_late_ms`` (the same as ``pipeline.operators.validation.validator``'s)
 ADAPTIVE_K_BOUND_MS = 60_000
 #: the largest m for which ``[shedding] solver = "exact"`` is allowed (the Pareto DP's
 #: per-direction grids grow as n^(m−1))

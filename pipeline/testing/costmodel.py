@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pipeline.operators.costmodel import HarvestModel, join_orders
+from pipeline.operators.shedding.costmodel import HarvestModel, join_orders
 
 
 def random_model(seed: int, m: int, n: int, tuple_cost: float = 0.0) -> HarvestModel:

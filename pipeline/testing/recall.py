@@ -1,5 +1,5 @@
 """γ(L, K) of Ji et al. (Eqs. 2, 3, 5, 6) written out loop by loop: the oracle of
-:func:`pipeline.operators.recall_model.gamma_curve`.
+:func:`pipeline.operators.disorder.quality.recall_model.gamma_curve`.
 
 >>> reference_gamma([[1.0], [1.0]], [0.0, 0.0], None, [10, 10], 10, 10, 0)  # in order
 1.0
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from pipeline.operators.profiler import ProductivityMaps
+from pipeline.operators.disorder.quality.profiler import ProductivityMaps
 
 
 def reference_gamma(

@@ -1,1 +1,1 @@
-"""Contracts every implementation of a plug-in protocol keeps (pipeline/operators/hooks.py)."""
+"""Contracts every implementation of a plug-in protocol keeps (pipeline/operators/contract.py)."""

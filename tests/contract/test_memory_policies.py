@@ -3,7 +3,7 @@
 The memory policies (Das, Gehrke, Riedewald, "Semantic Approximation of Data Stream
 Joins", §4.2: RAND, PROB, LIFE; and LAGPROB, ours) are built by the join, not by a
 factory of the shedder kind, so they get their own table beside ``test_plugins.py``.
-Each, inside an :class:`~pipeline.operators.engine.Engine` on a generated 3-way band join
+Each, inside an :class:`~pipeline.operators.engine.engine.Engine` on a generated 3-way band join
 with a memory well below what the exact join holds, must:
 
 * survive snapshot → pickle → ``from_snapshot`` with an identical snapshot;
@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
 from pipeline.operators.memory.join import BoundedJoin
 from pipeline.operators.memory.policies import MEMORY_POLICIES, memory_class

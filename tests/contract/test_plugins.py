@@ -1,11 +1,11 @@
 """The plug-in contract, over every entry of ``SHEDDERS`` and ``SLACK_POLICIES``.
 
 Each plug-in is created through its factory from the frozen config and a
-:class:`~pipeline.operators.hooks.PluginEnv` (a fake wall clock; shedders on a virtual
+:class:`~pipeline.operators.contract.PluginEnv` (a fake wall clock; shedders on a virtual
 budget with a capacity, or on the wall budget), and must:
 
 * survive snapshot → pickle → ``from_snapshot`` with an identical snapshot;
-* inside an :class:`~pipeline.operators.engine.Engine` snapshotted half-way through a
+* inside an :class:`~pipeline.operators.engine.engine.Engine` snapshotted half-way through a
   generated stream and restored, give the same results and metrics as an uninterrupted
   run;
 * refuse another mode's snapshot with :class:`OperatorStateError`;
@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import pipeline.operators.engine as engine_module
+import pipeline.operators.engine.engine as engine_module
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.contract import PluginEnv, Shedder, ShedderFactory
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult
-from pipeline.operators.hooks import PluginEnv, Shedder, ShedderFactory
 from pipeline.operators.registry import (
     SHEDDERS,
     SLACK_POLICIES,

@@ -1,4 +1,4 @@
-"""Contract of every join predicate (pipeline/operators/predicates.py, ARCHITECTURE §4).
+"""Contract of every join predicate (pipeline/operators/join/predicates.py, ARCHITECTURE §4).
 
 Whatever way its left side was built — one encoded tuple at a time and concatenated,
 gathered from a store, re-gathered with ``take``, or concatenated from those — and over
@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.predicates import COSINE_TOLERANCE, build_predicate
+from pipeline.operators.join.predicates import COSINE_TOLERANCE, build_predicate
 
 KINDS = ("equi", "band", "distance", "cosine", "custom")
 WORDS = "abcdefg"

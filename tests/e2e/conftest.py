@@ -11,11 +11,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
-from connectors.io.producer import ProducerConfig, publish_encoded
+from connectors.io.producer import publish_encoded
+from connectors.io.producer_config import ProducerConfig
 from connectors.io.serde import AvroSerde
-from connectors.io.topics import input_topic
+from connectors.io.topics import input_topic, schema_for
 from connectors.workloads import WorkloadSpec, generate, parse_model
-from connectors.workloads.registry import schema_for
 from pipeline.core.settings import PROJECT_ROOT, Settings, load_settings
 from pipeline.spark.session import SessionConfig, build_session, connector_jars
 from pipeline.spark.submit import JobReport, job_config, submit

@@ -13,7 +13,8 @@ import pytest
 
 from connectors.io.admin import ensure_topics
 from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
-from connectors.io.producer import Pacing, ProducerConfig, publish, publish_encoded
+from connectors.io.producer import publish, publish_encoded
+from connectors.io.producer_config import Pacing, ProducerConfig
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import deadletter_topic, input_topic, metrics_topic, results_topic
 from pipeline.cli.main import main

@@ -42,10 +42,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.join.predicates import CosinePredicate, Predicate, SparseRow
+from pipeline.operators.join.windows import StreamWindow
 from pipeline.operators.memory.config import MemoryConfig
 from pipeline.operators.memory.stats import ValueStats
-from pipeline.operators.predicates import CosinePredicate, Predicate, SparseRow
-from pipeline.operators.windows import StreamWindow
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]

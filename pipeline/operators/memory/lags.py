@@ -1,5 +1,5 @@
 """Match-lag hazards for ``lagprob`` (ours, beyond Das et al.; cf. GrubJoin's lag
-histograms in ``pipeline/operators/correlation.py``).
+histograms in ``pipeline/operators/shedding/grubjoin/correlation.py``).
 
 For each stream i, ages a = ⋈T − ts of its window's tuples are binned into ``N_BINS``
 buckets over [0, W_i]. Every probe (whether or not shedding is on) adds

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.predicates import DensePredicate, Predicate
+from pipeline.operators.join.predicates import DensePredicate, Predicate
 
 I64 = NDArray[np.int64]
 

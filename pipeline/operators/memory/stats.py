@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.predicates import CosinePredicate, Predicate, SparseRow
+from pipeline.operators.join.predicates import CosinePredicate, Predicate, SparseRow
 
 F64 = NDArray[np.float64]
 #: quadrature points in the unit disk (centre, 6 at r = 0.45, 12 at r = 0.85): equal weights

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from bench.peer import Workload, replication, run, summary, targets
+from bench.peer import run
 from bench.peer_plot import plot
+from bench.peer_report import summary, targets
 from bench.peer_runs import Batch, QueryRun, overlap, steady_latency
+from bench.peer_setup import Workload, replication
 from pipeline.core.errors import ConfigError
 from pipeline.core.settings import Settings
 

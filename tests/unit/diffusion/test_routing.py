@@ -278,7 +278,7 @@ def test_engine_per_route_key_equals_oracle(
 ) -> None:
     """The real operator Engine (K ≥ max delay, shedding off) run once per route key on
     the routed events; owned results, unioned, are exactly the oracle's."""
-    from pipeline.operators.engine import Engine
+    from pipeline.operators.engine.engine import Engine
     from pipeline.quality.oracle import brute_force_oracle
     from pipeline.runtime.resolve import resolve_engine
     from pipeline.testing.streams import make_dump, make_spec, to_events

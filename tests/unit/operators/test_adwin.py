@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
-from pipeline.operators.adwin import Adwin, AdwinConfig
+from pipeline.operators.disorder.quality.adwin import Adwin, AdwinConfig
 
 
 @settings(max_examples=50, deadline=None)

@@ -18,10 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.batchjoin import DISCARDED, LATE, PROBED, encode_dense
-from pipeline.operators.hooks import ProbePlan
-from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
-from pipeline.operators.predicates import build_predicate
+from pipeline.operators.join.config import JoinConfig, Outcome
+from pipeline.operators.join.mjoin import MWayJoin
+from pipeline.operators.join.plan import ProbePlan
+from pipeline.operators.join.predicates import build_predicate
+from pipeline.operators.join.run import DISCARDED, LATE, PROBED, encode_dense
 
 CODES = {Outcome.PROBED: PROBED, Outcome.LATE: LATE, Outcome.DISCARDED: DISCARDED}
 

@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.bruteforce import (
+from pipeline.operators.shedding.costmodel import HarvestModel
+from pipeline.operators.shedding.grubjoin.bruteforce import (
     _direction_grid,
     direction_front,
     exhaustive,
     optimal,
     pareto_dp,
 )
-from pipeline.operators.costmodel import HarvestModel
-from pipeline.operators.greedy import greedy_double_sided
+from pipeline.operators.shedding.grubjoin.greedy import greedy_double_sided
 from pipeline.testing.costmodel import loop_model, random_model
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorInputError
-from pipeline.operators.buffer_manager import (
+from pipeline.operators.disorder.quality.buffer_manager import (
     ResultSizeMonitor,
     instant_recall_target,
     linear_search,

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.correlation import CorrelationConfig, LagHistograms, interval_mass
-from pipeline.operators.hooks import ProbeFeedback
+from pipeline.operators.join.plan import ProbeFeedback
+from pipeline.operators.shedding.grubjoin.correlation import (
+    CorrelationConfig,
+    LagHistograms,
+    interval_mass,
+)
 
 B = 1000  # b in ms; lags below are in basic-window units
 

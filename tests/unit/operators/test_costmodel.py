@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.costmodel import (
+from pipeline.operators.shedding.costmodel import (
     HarvestModel,
     join_orders,
     window_ranking,

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateError
-from pipeline.operators.adwin import AdwinConfig
-from pipeline.operators.delay_stats import StatisticsManager, delay_bin
+from pipeline.operators.disorder.quality.adwin import AdwinConfig
+from pipeline.operators.disorder.quality.delay_stats import StatisticsManager, delay_bin
 
 
 @pytest.mark.parametrize(

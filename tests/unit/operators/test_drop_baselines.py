@@ -1,6 +1,6 @@
 """The fair baselines: ``taildrop`` (bounded input queue), ``randomdrop-static`` (the
 paper's RandomDrop: keep probabilities fixed once) and the wall clock's queue bounded
-in waiting time (:class:`~pipeline.operators.virtual_cpu.WallQueue`).
+in waiting time (:class:`~pipeline.operators.budget.virtual_cpu.WallQueue`).
 
 The static drop's cost formula is checked against a brute-force count: every subset of
 a small input is joined by the real MWayJoin, and the probability-weighted comparisons
@@ -18,25 +18,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.config import EngineConfig
+from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig, restore_queue_budget
+from pipeline.operators.budget.wall import WallQueue, WallQueueConfig
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.events import Event
-from pipeline.operators.hooks import PluginEnv, ProbePlan
-from pipeline.operators.mjoin import MWayJoin
-from pipeline.operators.randomdrop import keep_probabilities, thinned_cost
-from pipeline.operators.randomdrop_static import (
+from pipeline.operators.join.mjoin import MWayJoin
+from pipeline.operators.join.plan import ProbePlan
+from pipeline.operators.shedding.baselines.randomdrop import keep_probabilities, thinned_cost
+from pipeline.operators.shedding.baselines.randomdrop_static import (
     StaticRandomDropShedder,
     cost_coefficients,
     polynomial_cost,
     uniform_keep,
 )
-from pipeline.operators.taildrop import TailDropShedder
-from pipeline.operators.virtual_cpu import (
-    VirtualCpu,
-    VirtualCpuConfig,
-    WallQueue,
-    WallQueueConfig,
-    restore_queue_budget,
-)
+from pipeline.operators.shedding.baselines.taildrop import TailDropShedder
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.costmodel import random_model
 from pipeline.testing.streams import make_spec

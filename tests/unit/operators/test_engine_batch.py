@@ -18,13 +18,13 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.adwin import Adwin, AdwinConfig
-from pipeline.operators.batchfront import kslack_run, sync_run
-from pipeline.operators.engine import Engine
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.disorder.kslack import KSlack, KSlackConfig
+from pipeline.operators.disorder.quality.adwin import Adwin, AdwinConfig
+from pipeline.operators.disorder.run_front import kslack_run, sync_run
+from pipeline.operators.disorder.synchronizer import Synchronizer, SynchronizerConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
-from pipeline.operators.hooks import PluginEnv
-from pipeline.operators.kslack import KSlack, KSlackConfig
-from pipeline.operators.synchronizer import Synchronizer, SynchronizerConfig
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_dump, make_spec, to_events
 

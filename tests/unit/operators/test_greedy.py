@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.bruteforce import optimal
-from pipeline.operators.costmodel import HarvestModel
-from pipeline.operators.greedy import (
+from pipeline.operators.shedding.costmodel import HarvestModel
+from pipeline.operators.shedding.grubjoin.bruteforce import optimal
+from pipeline.operators.shedding.grubjoin.greedy import (
     configure,
     greedy_double_sided,
     greedy_forward,

@@ -11,12 +11,12 @@ import pytest
 
 from connectors.workloads import WorkloadSpec, generate
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
-from pipeline.operators.grubjoin import GrubJoinShedder
-from pipeline.operators.hooks import PluginEnv
-from pipeline.operators.randomdrop import RandomDropShedder
+from pipeline.operators.shedding.baselines.randomdrop import RandomDropShedder
+from pipeline.operators.shedding.grubjoin.shedder import GrubJoinShedder
 from pipeline.quality.oracle import brute_force_oracle
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec, parse_spec

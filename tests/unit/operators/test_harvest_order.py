@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.operators.costmodel import HarvestModel
-from pipeline.operators.grubjoin import MIN_SHARE, cheapest_productive, probe_share
-from pipeline.operators.harvest import harvest_plans, yield_order
+from pipeline.operators.shedding.costmodel import HarvestModel
+from pipeline.operators.shedding.grubjoin.plans import harvest_plans, yield_order
+from pipeline.operators.shedding.grubjoin.share import MIN_SHARE, cheapest_productive, probe_share
 
 
 def _model() -> HarvestModel:

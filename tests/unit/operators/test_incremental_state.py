@@ -13,9 +13,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.engine import Engine
-from pipeline.operators.predicates import build_predicate
-from pipeline.operators.windows import StreamWindow
+from pipeline.operators.engine.engine import Engine
+from pipeline.operators.join.predicates import build_predicate
+from pipeline.operators.join.windows import StreamWindow
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_dump, make_spec, to_events
 

@@ -15,18 +15,24 @@ from hypothesis import strategies as st
 
 from connectors.workloads import WorkloadSpec, generate
 from connectors.workloads.params import SensorParams
-from pipeline.operators.batchjoin import INDEX_WINDOW_COST
-from pipeline.operators.bruteforce import direction_front, exhaustive, optimal, pareto_dp
-from pipeline.operators.costmodel import HarvestModel, window_ranking
-from pipeline.operators.greedy import (
+from pipeline.operators.join.config import JoinConfig
+from pipeline.operators.join.mjoin import MWayJoin
+from pipeline.operators.join.plan import ProbePlan
+from pipeline.operators.join.predicates import build_predicate
+from pipeline.operators.join.run import INDEX_WINDOW_COST
+from pipeline.operators.shedding.costmodel import HarvestModel, window_ranking
+from pipeline.operators.shedding.grubjoin.bruteforce import (
+    direction_front,
+    exhaustive,
+    optimal,
+    pareto_dp,
+)
+from pipeline.operators.shedding.grubjoin.greedy import (
     configure,
     greedy_double_sided,
     greedy_forward,
     greedy_reverse,
 )
-from pipeline.operators.hooks import ProbePlan
-from pipeline.operators.mjoin import JoinConfig, MWayJoin
-from pipeline.operators.predicates import build_predicate
 from pipeline.testing.costmodel import random_model
 
 
@@ -60,7 +66,7 @@ def loop_cost(model: HarvestModel, counts: np.ndarray) -> float:
        cw=st.sampled_from([0.0, 1.0, 30.0]), data=st.data())
 def test_indexed_cost_matches_loops_in_every_evaluator(seed: int, m: int, n: int, cw: float,
                                                        data: st.DataObject) -> None:
-    from pipeline.operators.greedy import _Rows
+    from pipeline.operators.shedding.grubjoin.greedy import _Rows
 
     model = indexed(random_model(seed, m, n, 1.0), cw)
     counts = np.array(data.draw(st.lists(st.lists(st.integers(0, n), min_size=m - 1,

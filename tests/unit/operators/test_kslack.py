@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.operators.disorder.kslack import KSlack, KSlackConfig
 from pipeline.operators.events import Event
-from pipeline.operators.kslack import KSlack, KSlackConfig
 
 
 def _ev(ts: int, seq: int = 0) -> Event:

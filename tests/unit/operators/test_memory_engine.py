@@ -10,7 +10,7 @@ import pytest
 
 from connectors.workloads import WorkloadSpec, generate
 from pipeline.core.errors import ConfigError
-from pipeline.operators.engine import Engine
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
 from pipeline.operators.memory import BoundedJoin
 from pipeline.quality.oracle import brute_force_oracle

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
+from pipeline.operators.join.config import JoinConfig
+from pipeline.operators.join.predicates import build_predicate
 from pipeline.operators.memory import MemoryConfig, make_join
 from pipeline.operators.memory.opt import opt_offline
-from pipeline.operators.mjoin import JoinConfig
-from pipeline.operators.predicates import build_predicate
 
 EQUI = build_predicate("equi", attribute="v")
 

@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pipeline.operators.join.config import JoinConfig
+from pipeline.operators.join.mjoin import MWayJoin
+from pipeline.operators.join.predicates import build_predicate
 from pipeline.operators.memory import MemoryConfig, make_join
 from pipeline.operators.memory.stats import ValueStats
-from pipeline.operators.mjoin import JoinConfig, MWayJoin
-from pipeline.operators.predicates import build_predicate
 
 
 def test_equi_counts_and_the_stats_window() -> None:

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.predicates import DenseStore, SparseStore, build_predicate
-from pipeline.operators.windows import StreamWindow
+from pipeline.operators.join.predicates import DenseStore, SparseStore, build_predicate
+from pipeline.operators.join.windows import StreamWindow
 
 OPS = st.lists(st.tuples(st.sampled_from(["insert", "remove", "expire", "probe"]),
                          st.integers(0, 120)), max_size=60)

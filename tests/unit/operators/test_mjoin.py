@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.engine import Engine
-from pipeline.operators.hooks import ProbePlan
-from pipeline.operators.mjoin import JoinConfig, MWayJoin, Outcome
-from pipeline.operators.predicates import build_predicate
+from pipeline.operators.engine.engine import Engine
+from pipeline.operators.join.config import JoinConfig, Outcome
+from pipeline.operators.join.mjoin import MWayJoin
+from pipeline.operators.join.plan import ProbePlan
+from pipeline.operators.join.predicates import build_predicate
 from pipeline.quality.oracle import brute_force_oracle
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_spec, to_events

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, SerializationError
-from pipeline.operators.predicates import build_predicate
+from pipeline.operators.join.predicates import build_predicate
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], bool]] = [
     ("equi", {"attribute": "a1"}, {"a1": 3}, {"a1": 3}, True),

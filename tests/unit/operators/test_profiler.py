@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.delay_stats import delay_bin
-from pipeline.operators.profiler import ProductivityProfiler
+from pipeline.operators.disorder.quality.delay_stats import delay_bin
+from pipeline.operators.disorder.quality.profiler import ProductivityProfiler
 
 reports = st.lists(
     st.tuples(st.integers(0, 500), st.booleans(), st.integers(0, 10_000), st.integers(0, 50)),

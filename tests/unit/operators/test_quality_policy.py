@@ -10,12 +10,12 @@ import pytest
 
 from connectors.workloads import EquiParams, ExponentialDelay, WorkloadSpec, ZipfDelay, generate
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.delay_stats import delay_bin
-from pipeline.operators.engine import Engine
+from pipeline.operators.disorder.quality.delay_stats import delay_bin
+from pipeline.operators.disorder.quality.policy import QualityConfig, QualityPolicy, merge_maps
+from pipeline.operators.disorder.quality.profiler import ProductivityMaps
+from pipeline.operators.disorder.quality.recall_model import ModelConfig, gamma_curve
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import event_from_dump
-from pipeline.operators.profiler import ProductivityMaps
-from pipeline.operators.quality_policy import QualityConfig, QualityPolicy, merge_maps
-from pipeline.operators.recall_model import ModelConfig, gamma_curve
 from pipeline.quality.oracle import duckdb_oracle
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec, parse_spec

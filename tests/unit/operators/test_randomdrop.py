@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.costmodel import HarvestModel
-from pipeline.operators.randomdrop import keep_probabilities, thinned_cost
+from pipeline.operators.shedding.baselines.randomdrop import keep_probabilities, thinned_cost
+from pipeline.operators.shedding.costmodel import HarvestModel
 from pipeline.testing.costmodel import random_model
 
 

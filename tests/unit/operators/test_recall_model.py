@@ -8,8 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorInputError
-from pipeline.operators.profiler import ProductivityMaps
-from pipeline.operators.recall_model import ModelConfig, gamma_curve, selectivity_ratio
+from pipeline.operators.disorder.quality.profiler import ProductivityMaps
+from pipeline.operators.disorder.quality.recall_model import (
+    ModelConfig,
+    gamma_curve,
+    selectivity_ratio,
+)
 from pipeline.testing.recall import reference_gamma
 
 

@@ -7,10 +7,10 @@ import pickle
 import pytest
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.contract import PluginEnv
 from pipeline.operators.events import Event
-from pipeline.operators.hooks import PluginEnv
-from pipeline.operators.noshed import NoShedder
 from pipeline.operators.registry import shedder_class, slack_policy_class
+from pipeline.operators.shedding.noshed import NoShedder
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_spec
 

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.bruteforce import pareto_dp
-from pipeline.operators.greedy import configure, greedy_double_sided
-from pipeline.operators.grubjoin import GrubJoinShedder
-from pipeline.operators.hooks import PluginEnv
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.shedding.grubjoin.bruteforce import pareto_dp
+from pipeline.operators.shedding.grubjoin.greedy import configure, greedy_double_sided
+from pipeline.operators.shedding.grubjoin.shedder import GrubJoinShedder
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import parse_spec
 from pipeline.testing.cli import Capture

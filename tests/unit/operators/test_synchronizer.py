@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.operators.disorder.synchronizer import Synchronizer, SynchronizerConfig
 from pipeline.operators.events import Event
-from pipeline.operators.synchronizer import Synchronizer, SynchronizerConfig
 
 
 def _item(stream: int, ts: int, seq: int = 0) -> tuple[Event, int]:

@@ -7,7 +7,8 @@ import math
 import pytest
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.throttle import (
+from pipeline.operators.budget.protocol import BudgetReading
+from pipeline.operators.shedding.throttle import (
     Z_MIN,
     Ceiling,
     CeilingConfig,
@@ -15,7 +16,6 @@ from pipeline.operators.throttle import (
     Throttle,
     ThrottleConfig,
 )
-from pipeline.operators.virtual_cpu import BudgetReading
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine import Engine
+from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
-from pipeline.operators.predicates import build_predicate
-from pipeline.operators.validator import (
-    InputValidator,
-    ValidatorConfig,
-    default_max_late_ms,
-    engine_holds,
-)
+from pipeline.operators.join.predicates import build_predicate
+from pipeline.operators.validation.config import ValidatorConfig, default_max_late_ms
+from pipeline.operators.validation.holds import engine_holds
+from pipeline.operators.validation.validator import InputValidator
 
 STREAMS = ("s1", "s2", "s3")
 YEAR_MS = 365 * 24 * 3600 * 1000

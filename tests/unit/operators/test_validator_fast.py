@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators import validator_fast
+from pipeline.operators.validation import batch as validator_fast
 from pipeline.operators.events import Event
-from pipeline.operators.validator import InputValidator, ValidatorConfig
+from pipeline.operators.validation.config import ValidatorConfig
+from pipeline.operators.validation.validator import InputValidator
 
 STREAMS = ("s1", "s2", "s3")
 YEAR_MS = 365 * 24 * 3600 * 1000

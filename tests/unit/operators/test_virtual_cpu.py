@@ -7,13 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.virtual_cpu import (
-    VirtualCpu,
-    VirtualCpuConfig,
-    WallBudget,
-    WallBudgetConfig,
-    make_budget,
-)
+from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig, make_budget
+from pipeline.operators.budget.wall import WallBudget, WallBudgetConfig
 
 
 def simulate(arrivals: list[int], costs: list[float], capacity: float,

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.predicates import build_predicate
-from pipeline.operators.windows import StreamWindow, logical_spans
+from pipeline.operators.join.predicates import build_predicate
+from pipeline.operators.join.windows import StreamWindow, logical_spans
 
 
 def _window(ts_list: list[int], b: int) -> StreamWindow:

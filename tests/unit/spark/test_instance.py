@@ -22,12 +22,11 @@ from hypothesis import strategies as st
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.runtime.resolve import resolve_engine
-from pipeline.spark.instance import (
+from pipeline.spark.instance import InstanceConfig, JoinInstance
+from pipeline.spark.instance_rows import (
     LAG_TARGET_SHARE,
     OUTPUT_COLUMNS,
     TICK_STREAM,
-    InstanceConfig,
-    JoinInstance,
     dead_letter_frame,
 )
 from pipeline.spec.model import Spec, parse_spec

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from connectors.io.producer import Pacing, ProducerConfig, ProduceReport
+from connectors.io.producer_config import Pacing, ProducerConfig, ProduceReport
 from pipeline.core.errors import ConfigError, DeliveryError
 from pipeline.core.settings import Settings
 

@@ -1,0 +1,207 @@
+"""The two CPU budget sources behind the throttle (ARCHITECTURE §5; GrubJoin §IV-A).
+
+* :class:`VirtualCpu` — deterministic. A server with ``capacity`` cost units per second
+  of *stream time* (cost = tuple comparisons + per-tuple cost) behind a bounded input
+  queue of ``queue`` tuples (the paper's 10-tuple buffers). A tuple arriving at ``now``
+  starts service at max(now, busy_until); it is dropped if ``queue`` tuples are already
+  waiting. β = Σα_i / Σλ'_i (tuples consumed / pushed in the interval), headroom =
+  utilization target / (cost charged / capacity available); ours: the number of
+  overflow episodes (runs of consecutive drops — one long probe makes one, a sustained
+  excess several). Same input ⇒ same output.
+* :class:`WallBudget` and :class:`WallQueue` — the real CPU, the latter behind a queue
+  bounded in waiting time: :mod:`pipeline.operators.budget.wall` (re-exported here).
+
+:func:`make_budget` / :func:`make_queue_budget` pick the source named by
+``shedding.budget``; :func:`restore_budget` / :func:`restore_queue_budget` restore one
+from its snapshot. The reading and the protocol they share:
+:mod:`pipeline.operators.budget.protocol`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.budget.protocol import BudgetReading
+from pipeline.operators.budget.wall import (
+    WallBudget,
+    WallBudgetConfig,
+    WallQueue,
+    WallQueueConfig,
+)
+
+__all__ = ["VirtualCpu", "VirtualCpuConfig", "make_budget", "make_queue_budget", "restore_budget",
+"restore_queue_budget"]
+
+
+@dataclass(frozen=True)
+class VirtualCpuConfig:
+    capacity: float  # cost units per second of stream time
+    queue: int = 10
+    utilization: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.capacity > 0:
+            raise ConfigError(f"capacity: must be > 0, got {self.capacity}")
+        if self.queue < 1:
+            raise ConfigError(f"queue: must be >= 1, got {self.queue}")
+        if not 0.0 < self.utilization <= 1.0:
+            raise ConfigError(f"utilization: must be in (0, 1], got {self.utilization}")
+
+
+class VirtualCpu:
+    """Deterministic single-server queue in stream time (ms)."""
+
+    def __init__(self, config: VirtualCpuConfig) -> None:
+        self.config = config
+        self.busy_until = 0.0
+        self.waiting: deque[float] = deque()  # start times still in the future
+        self.pushed = 0
+        self.admitted = 0
+        self.dropped = 0
+        self.cost = 0.0
+        self.consumed_before = 0  # consumed count at the last measure()
+        self.marks = (0, 0, 0.0)  # pushed, dropped, cost at the last measure()
+        self.overflows = 0  # overflow episodes since the last measure()
+        self.last_dropped = False
+
+    def _release(self, now: float) -> None:
+        while self.waiting and self.waiting[0] <= now:
+            self.waiting.popleft()
+
+    def admit(self, now: int) -> bool:
+        """Push one tuple at ``now``; False = the queue is full, the tuple is dropped."""
+        self.pushed += 1
+        self._release(now)
+        if len(self.waiting) >= self.config.queue:
+            self.dropped += 1
+            if not self.last_dropped:
+                self.overflows += 1
+                self.last_dropped = True
+            return False
+        self.last_dropped = False
+        start = max(float(now), self.busy_until)
+        if start > now:
+            self.waiting.append(start)
+        self.busy_until = start
+        self.admitted += 1
+        return True
+
+    def charge(self, cost: float, now: int) -> None:
+        """The tuple admitted last cost ``cost`` units: the server is busy that long."""
+        start = max(self.busy_until, float(now))
+        self.busy_until = start + 1000.0 * cost / self.config.capacity
+        self.cost += cost
+
+    def consumed(self, now: int) -> int:
+        """Tuples that started service by ``now`` (popped from the input queue)."""
+        self._release(now)
+        return self.admitted - len(self.waiting)
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading:
+        """β = consumed / pushed over the interval; headroom from the cost charged."""
+        consumed_total = self.consumed(now)
+        p0, d0, c0 = self.marks
+        pushed = self.pushed - p0
+        consumed = consumed_total - self.consumed_before
+        cost = self.cost - c0
+        beta = consumed / pushed if pushed else 1.0
+        available = self.config.capacity * interval_ms / 1000.0
+        headroom = self.config.utilization * available / cost if cost > 0 else float("inf")
+        self.consumed_before = consumed_total
+        self.marks = (self.pushed, self.dropped, self.cost)
+        overflows, self.overflows = self.overflows, 0
+        return BudgetReading(beta=beta, headroom=headroom, pushed=pushed, consumed=consumed,
+                             dropped=self.dropped - d0, cost=cost, overflows=overflows)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "busy_until": self.busy_until, "waiting": list(self.waiting),
+            "pushed": self.pushed,
+            "admitted": self.admitted, "dropped": self.dropped, "cost": self.cost,
+            "consumed_before": self.consumed_before, "marks": list(self.marks),
+            "overflows": self.overflows, "last_dropped": self.last_dropped,
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: VirtualCpuConfig, snap: dict[str, Any]) -> VirtualCpu:
+        obj = cls(config)
+        try:
+            obj.busy_until = float(snap["busy_until"])
+            obj.waiting = deque(float(v) for v in snap["waiting"])
+            obj.pushed = int(snap["pushed"])
+            obj.admitted = int(snap["admitted"])
+            obj.dropped = int(snap["dropped"])
+            obj.cost = float(snap["cost"])
+            obj.consumed_before = int(snap["consumed_before"])
+            p, d, c = snap["marks"]
+            obj.marks = (int(p), int(d), float(c))
+            obj.overflows = int(snap.get("overflows", 0))
+            obj.last_dropped = bool(snap.get("last_dropped", False))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"virtual cpu: bad snapshot {snap!r}") from exc
+        return obj
+
+
+def make_queue_budget(
+    budget: str,
+    capacity: float | None,
+    queue: int,
+    bound_ms: float,
+    utilization: float,
+    clock: Callable[[], float] | None,
+    speedup: float,
+) -> VirtualCpu | WallQueue:
+    """A budget that drops arrivals from a bounded input queue (``taildrop``,
+    ``randomdrop-static``): the virtual CPU with ``queue`` tuples, or the wall clock with
+    a backlog bound of ``bound_ms`` of stream time."""
+    if budget == "wall":
+        if clock is None:
+            raise ConfigError("shedding.budget: 'wall' needs a clock callable to be injected")
+        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms), clock)
+    budget_source = make_budget(budget, capacity, queue, utilization, clock, speedup)
+    assert isinstance(budget_source, VirtualCpu)
+    return budget_source
+
+
+def make_budget(
+    budget: str,
+    capacity: float | None,
+    queue: int,
+    utilization: float,
+    clock: Callable[[], float] | None,
+    speedup: float,
+) -> VirtualCpu | WallBudget:
+    """The budget source named by ``shedding.budget`` (virtual | wall)."""
+    if budget == "virtual":
+        if capacity is None:
+            raise ConfigError("shedding.capacity: required when budget = 'virtual'")
+        return VirtualCpu(VirtualCpuConfig(capacity, queue, utilization))
+    if budget == "wall":
+        if clock is None:
+            raise ConfigError("shedding.budget: 'wall' needs a clock callable to be injected")
+        return WallBudget(WallBudgetConfig(speedup, utilization), clock)
+    raise ConfigError(f"shedding.budget: expected virtual|wall, got {budget!r}")
+
+
+def restore_budget(
+    budget: VirtualCpu | WallBudget, snap: dict[str, Any]
+) -> VirtualCpu | WallBudget:
+    """A budget of the same kind and config as ``budget`` with the state of ``snap``."""
+    if isinstance(budget, VirtualCpu):
+        return VirtualCpu.from_snapshot(budget.config, snap)
+    if isinstance(budget, WallQueue):
+        return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)
+    return WallBudget.from_snapshot(budget.config, budget.clock, snap)
+
+
+def restore_queue_budget(
+    budget: VirtualCpu | WallQueue, snap: dict[str, Any]
+) -> VirtualCpu | WallQueue:
+    """:func:`restore_budget` for the budgets of :func:`make_queue_budget`."""
+    if isinstance(budget, VirtualCpu):
+        return VirtualCpu.from_snapshot(budget.config, snap)
+    return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)

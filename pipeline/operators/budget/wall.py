@@ -1,0 +1,256 @@
+"""The wall-clock budget sources behind the throttle (ARCHITECTURE §5; GrubJoin §IV-A).
+
+* :class:`WallBudget` — the real CPU. An injected clock (seconds) times the work between
+  ``admit`` and ``charge``; β = headroom = (interval / speed-up × utilization) / time
+  spent. No queue: nothing is dropped, the join is only throttled. Inside Spark (ours)
+  the operator instance also reports, per micro-batch (:meth:`WallBudget.observe_batch`),
+  the wall time it spent outside admit→charge (K-slack, synchronizer, result building),
+  which counts as spent, and how far behind the input it is (the age of its freshest
+  input record over a latency target): above 1 the next reading's β and headroom are
+  capped by its inverse, whatever the CPU accounting says — Spark's own per-row work
+  (decode, Arrow, Kafka) is invisible to the clock but shows up there.
+* :class:`WallQueue` — ours: the wall clock behind a bounded input queue, for the
+  shedders that drop arrivals instead of throttling (``taildrop``, ``randomdrop-static``).
+  A single server in stream time whose service times are the measured wall seconds of
+  each tuple (scaled by speed-up / utilization): a tuple arriving at ``now`` is dropped
+  when the modelled backlog ``busy_until − now`` exceeds ``bound_ms``. In a FIFO queue a
+  tuple's wait is fixed by the work ahead of it, so this is tail drop with a queue bounded
+  in waiting time rather than in tuples. Only clock *differences* enter the state, so a
+  snapshot restores exactly under a new clock.
+
+The deterministic source, the virtual CPU, and the factories that pick a source by
+``shedding.budget`` live in :mod:`pipeline.operators.budget.virtual_cpu`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.budget.protocol import BudgetReading
+
+
+@dataclass(frozen=True)
+class WallBudgetConfig:
+    speedup: float = 1.0
+    utilization: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not self.speedup > 0:
+            raise ConfigError(f"speedup: must be > 0, got {self.speedup}")
+        if not 0.0 < self.utilization <= 1.0:
+            raise ConfigError(f"utilization: must be in (0, 1], got {self.utilization}")
+
+
+class WallBudget:
+    """Wall-clock budget with an injected clock (seconds, monotonic)."""
+
+    def __init__(self, config: WallBudgetConfig, clock: Callable[[], float]) -> None:
+        self.config = config
+        self.clock = clock
+        self.started = 0.0
+        self.spent = 0.0  # seconds in the current interval
+        self.pushed = 0
+        self.cost = 0.0
+        self.timed_total = 0.0  # seconds timed between admit and charge, ever
+        self.lag_cap: float | None = None  # 1 / lag ratio of the last batch, until read
+        self.overhead = 0.0  # seconds of spent reported by observe_batch, this interval
+
+    def admit(self, now: int) -> bool:
+        self.pushed += 1
+        self.started = self.clock()
+        return True
+
+    def charge(self, cost: float, now: int) -> None:
+        self._take(cost)
+
+    def _take(self, cost: float) -> float:
+        """Charge the wall time since :meth:`admit` and the model ``cost``; the time taken."""
+        took = max(0.0, self.clock() - self.started)
+        self.spent += took
+        self.timed_total += took
+        self.cost += cost
+        return took
+
+    def admit_run(self, n: int) -> None:
+        """Ours (the engine's batch path): ``n`` tuples admitted at once; their charge
+        (:meth:`charge_run`) times the whole run."""
+        self.pushed += n
+        self.started = self.clock()
+
+    def charge_run(self, costs: list[float]) -> None:
+        """The run admitted last cost ``costs`` (one per tuple), summed in order as
+        :meth:`charge` would."""
+        took = max(0.0, self.clock() - self.started)
+        self.spent += took
+        self.timed_total += took
+        for c in costs:
+            self.cost += c
+
+    def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
+        """Ours: a micro-batch's wall time outside admit→charge counts as spent, and
+        ``lag_ratio`` (freshest input's age / latency target) > 1 caps the next reading
+        at 1 / lag_ratio (see the module docstring)."""
+        self.spent += max(0.0, overhead_s)
+        self.overhead += max(0.0, overhead_s)
+        if lag_ratio is not None and lag_ratio > 0:
+            cap = 1.0 / lag_ratio
+            self.lag_cap = cap if self.lag_cap is None else min(self.lag_cap, cap)
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading:
+        available = interval_ms / 1000.0 / self.config.speedup * self.config.utilization
+        ratio = available / self.spent if self.spent > 0 else float("inf")
+        lag_cap = self.lag_cap
+        if lag_cap is not None:
+            ratio = min(ratio, lag_cap)
+            self.lag_cap = None
+        reading = BudgetReading(beta=ratio, headroom=ratio, pushed=self.pushed,
+                                consumed=self.pushed, dropped=0, cost=self.cost,
+                                available=available, spent=self.spent,
+                                overhead=self.overhead, lag_cap=lag_cap)
+        self.spent = 0.0
+        self.overhead = 0.0
+        self.pushed = 0
+        self.cost = 0.0
+        return reading
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost,
+                "timed_total": self.timed_total, "lag_cap": self.lag_cap,
+                "overhead": self.overhead}
+
+    @classmethod
+    def from_snapshot(cls, config: WallBudgetConfig, clock: Callable[[], float],
+                      snap: dict[str, Any]) -> WallBudget:
+        obj = cls(config, clock)
+        try:
+            obj.spent = float(snap["spent"])
+            obj.pushed = int(snap["pushed"])
+            obj.cost = float(snap["cost"])
+            obj.timed_total = float(snap.get("timed_total", 0.0))
+            obj.overhead = float(snap.get("overhead", 0.0))
+            cap = snap.get("lag_cap")
+            obj.lag_cap = None if cap is None else float(cap)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"wall budget: bad snapshot {snap!r}") from exc
+        return obj
+
+
+@dataclass(frozen=True)
+class WallQueueConfig:
+    speedup: float = 1.0
+    utilization: float = 0.8
+    #: largest modelled backlog (ms of stream time) an arrival may join
+    bound_ms: float = 5_000.0
+
+    def __post_init__(self) -> None:
+        WallBudgetConfig(self.speedup, self.utilization)  # same checks
+        if not self.bound_ms > 0:
+            raise ConfigError(f"queue_ms: must be > 0, got {self.bound_ms}")
+
+
+class WallQueue(WallBudget):
+    """Wall clock + a queue bounded in waiting time (module docstring; ours).
+
+    ``busy_until`` (stream ms) is when the modelled server is free: each admitted tuple
+    adds its measured seconds × 1000 × speed-up / utilization, and a micro-batch's time
+    outside admit→charge (:meth:`observe_batch`) is added the same way. A batch that
+    ended more than one lag target behind its input (lag ratio r > 1: Spark's own work
+    is not on the clock) stretches the next service times by r until the next batch
+    reports."""
+
+    def __init__(self, config: WallQueueConfig, clock: Callable[[], float]) -> None:
+        super().__init__(WallBudgetConfig(config.speedup, config.utilization), clock)
+        self.queue_config = config
+        self.busy_until = 0.0
+        self.last_now = 0.0
+        self.stretch = 1.0
+        self.admitted = 0
+        self.dropped = 0
+        self.dropped_mark = 0
+        self.overflows = 0
+        self.last_dropped = False
+        #: wall seconds of the tuple charged last (read by the static random drop)
+        self.last_took = 0.0
+
+    def _serve(self, seconds: float) -> None:
+        cfg = self.queue_config
+        self.busy_until = max(self.busy_until, self.last_now) + (
+            seconds * 1000.0 * cfg.speedup / cfg.utilization * self.stretch)
+
+    def admit(self, now: int) -> bool:
+        self.pushed += 1
+        self.last_now = max(self.last_now, float(now))
+        if self.busy_until - now > self.queue_config.bound_ms:
+            self.dropped += 1
+            if not self.last_dropped:
+                self.overflows += 1
+                self.last_dropped = True
+            return False
+        self.last_dropped = False
+        self.admitted += 1
+        self.started = self.clock()
+        return True
+
+    def charge(self, cost: float, now: int) -> None:
+        took = self._take(cost)
+        self.last_took = took
+        self.last_now = max(self.last_now, float(now))
+        self._serve(took)
+
+    def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
+        super().observe_batch(overhead_s, lag_ratio)
+        self._serve(max(0.0, overhead_s))
+        self.stretch = max(1.0, lag_ratio) if lag_ratio is not None else 1.0
+
+    def backlog_ms(self) -> float:
+        """Modelled backlog at the last arrival (ms of stream time)."""
+        return max(0.0, self.busy_until - self.last_now)
+
+    def measure(self, now: int, interval_ms: int) -> BudgetReading:
+        """As :meth:`WallBudget.measure`, with the queue's drops; β = consumed / pushed
+        capped by the time ratio."""
+        pushed = self.pushed
+        dropped = self.dropped - self.dropped_mark
+        reading = super().measure(now, interval_ms)
+        consumed = pushed - dropped
+        beta = min(reading.beta, consumed / pushed if pushed else 1.0)
+        overflows, self.overflows = self.overflows, 0
+        self.dropped_mark = self.dropped
+        return BudgetReading(beta=beta, headroom=reading.headroom, pushed=pushed,
+                             consumed=consumed, dropped=dropped, cost=reading.cost,
+                             overflows=overflows, available=reading.available,
+                             spent=reading.spent, overhead=reading.overhead,
+                             lag_cap=reading.lag_cap)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "busy_until": self.busy_until,
+                "last_now": self.last_now, "stretch": self.stretch,
+                "admitted": self.admitted, "dropped": self.dropped,
+                "dropped_mark": self.dropped_mark, "overflows": self.overflows,
+                "last_dropped": self.last_dropped, "last_took": self.last_took}
+
+    @classmethod
+    def from_queue_snapshot(cls, config: WallQueueConfig, clock: Callable[[], float],
+                            snap: dict[str, Any]) -> WallQueue:
+        base = WallBudget.from_snapshot(WallBudgetConfig(config.speedup, config.utilization),
+                                        clock, snap)
+        obj = cls(config, clock)
+        obj.spent, obj.pushed, obj.cost = base.spent, base.pushed, base.cost
+        obj.timed_total, obj.lag_cap = base.timed_total, base.lag_cap
+        obj.overhead = base.overhead
+        try:  # a plain wall budget's snapshot (GrubJoin before its queue): an empty queue
+            obj.busy_until = float(snap.get("busy_until", 0.0))
+            obj.last_now = float(snap.get("last_now", 0.0))
+            obj.stretch = float(snap.get("stretch", 1.0))
+            obj.admitted = int(snap.get("admitted", base.pushed))
+            obj.dropped = int(snap.get("dropped", 0))
+            obj.dropped_mark = int(snap.get("dropped_mark", 0))
+            obj.overflows = int(snap.get("overflows", 0))
+            obj.last_dropped = bool(snap.get("last_dropped", False))
+            obj.last_took = float(snap.get("last_took", 0.0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"wall queue: bad snapshot {snap!r}") from exc
+        return obj

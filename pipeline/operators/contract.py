@@ -1,0 +1,158 @@
+"""Plug-in points of the :class:`~pipeline.operators.engine.engine.Engine`.
+
+Two protocols let the disorder-handling policy (Ji et al.) and the load shedder
+(GrubJoin, Gedik et al.) plug into the engine without editing its internals:
+
+* :class:`SlackPolicy` sizes the common K of every K-slack buffer (Ji et al. Same-K
+  policy, Theorem 1). Baselines ``none``/``max``/``fixed`` live in
+  ``pipeline/operators/disorder/slack_policies.py``; ``quality`` (Alg. 3) plugs in the same way.
+* :class:`Shedder` throttles the join (GrubJoin operator throttling + window
+  harvesting, or RandomDrop). ``off`` lives in ``pipeline/operators/shedding/noshed.py``.
+
+Call sequence, driven by the records' arrival times (the engine clock ``now``; never
+the wall clock):
+
+1. every arriving event: ``slack.observe_arrival(stream, ts, delay)`` at the K-slack
+   input (delay = ^iT − ts after updating ^iT, Ji §II);
+2. events released by K-slack → Synchronizer reach the join in Alg. 2 order; for each:
+   ``shedder.admit(event, now)`` (False = dropped before the join, not inserted);
+3. admitted in-order tuples (ts ≥ ⋈T): ``plan = shedder.plan(stream)``, the join probes
+   with it, then ``shedder.observe_probe(feedback)`` if ``plan.feedback`` was set;
+   ``slack.observe_join(stream, ts, delay, results, cross, late=False)``;
+   late tuples (ts < ⋈T): ``slack.observe_join(..., results=0, cross=0, late=True)``;
+4. ``shedder.charge(cost, now)`` with cost = tuple comparisons + ``shedding.tuple_cost``;
+5. when the clock crosses a multiple of ``disorder.interval_ms`` (L):
+   ``slack.maybe_adapt(boundary_ms)``; when it crosses a multiple of
+   ``shedding.adapt_interval_ms`` (Δ): ``shedder.maybe_adapt(boundary_ms)``; returned
+   rows are queued for :meth:`Engine.drain_metrics`. After a slack adaptation the
+   engine re-applies the (possibly smaller) K to every K-slack buffer at once.
+
+Optional batch hooks (ours; :mod:`~pipeline.operators.engine.batch`): with them
+:meth:`Engine.process_many` runs K-slack, the Synchronizer and the join a run of tuples
+at a time, with the same outcome as the call sequence above. A K policy sets
+``batch_front = True`` if K changes only in ``maybe_adapt`` and may offer
+``observe_arrivals(streams, ts, delays)`` / ``observe_joins(streams, ts, delays, results,
+cross, late)``; a shedder offers ``admit_run(streams, now) -> bool`` (False, with no side
+effect: admit tuple by tuple) and ``charge_run(costs, now)`` — or, if it drops some tuples
+of a run (the drop baselines), ``admit_some(streams, nows)`` → the admitted mask (None,
+with no side effect: tuple by tuple) and ``charge_some(costs, nows)`` for the admitted
+ones — and may offer ``plan_run(streams)`` (None: call ``plan`` per tuple) or
+``never_plans = True``.
+
+Every plug-in is created by ``cls.create(config, env)`` and restored by
+``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
+:class:`ShedderFactory`) where ``config`` is the frozen
+:class:`~pipeline.operators.engine.config.EngineConfig` and ``env`` the :class:`PluginEnv` the
+runtime injects (clocks, speed-up); ``snapshot()`` returns plain Python/NumPy data
+(picklable). Plug-ins never read time themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pipeline.operators.events import Event
+from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
+
+if TYPE_CHECKING:
+    from pipeline.operators.engine.config import EngineConfig
+
+
+@dataclass(frozen=True)
+class PluginEnv:
+    """What a runtime injects into its plug-ins besides the config.
+
+    ``clock``: the wall budget's clock (seconds, monotonic; None = no wall clock, a
+    ``wall`` budget then fails with :class:`~pipeline.core.errors.ConfigError`);
+    ``speedup``: stream time per wall time of the input replay (ARCHITECTURE §5);
+    ``timer``: optional clock (seconds) timing each quality-policy step (``adapt_ms``).
+    """
+
+    clock: Callable[[], float] | None = None
+    speedup: float = 1.0
+    timer: Callable[[], float] | None = None
+
+
+class SlackPolicy(Protocol):
+    """Sizes K for every K-slack buffer (Ji et al. §III Same-K; Alg. 3 for ``quality``).
+
+    ``needs_cross``: whether :meth:`observe_join` needs the exact cross-join count n^×
+    (it costs one count over the other windows per probe; False passes ``cross=0``).
+    """
+
+    needs_cross: bool
+
+    def observe_arrival(self, stream: int, ts: int, delay: int) -> None:
+        """A tuple of ``stream`` arrived at its K-slack with raw ``delay`` = ^iT − ts ≥ 0."""
+
+    def observe_join(
+        self, stream: int, ts: int, delay: int, results: int, cross: int, late: bool
+    ) -> None:
+        """The join processed a tuple (Ji §3.5 Tuple-Productivity Profiler input).
+
+        ``delay`` is its raw delay (annotated at K-slack), ``results`` n^⋈ (all with
+        result_time = ts), ``cross`` n^× = Π_{j≠i}|S_j[W_j]|; ``late`` = arrived with
+        ts < ⋈T (not probed: results = cross = 0).
+        """
+
+    def current_k(self) -> int:
+        """The K (ms) that every K-slack buffer uses now."""
+        ...
+
+    def maybe_adapt(self, now_ms: int) -> dict[str, Any] | None:
+        """Called at each interval boundary L; a metrics row if K was re-sized."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain-data state (picklable)."""
+        ...
+
+
+class Shedder(Protocol):
+    """Throttles the join's CPU use (GrubJoin §2 throttling + harvesting; RandomDrop)."""
+
+    def admit(self, event: Event, now: int) -> bool:
+        """Whether ``event`` enters the join (False = dropped, e.g. queue overflow)."""
+        ...
+
+    def plan(self, direction: int) -> ProbePlan | None:
+        """The probe plan for an in-order tuple of stream ``direction``; None = full scan."""
+        ...
+
+    def charge(self, cost: float, now: int) -> None:
+        """Cost (comparisons + per-tuple cost) of the work just done at clock ``now``."""
+
+    def observe_probe(self, feedback: ProbeFeedback) -> None:
+        """Per-basic-window match counts of a probe whose plan asked for feedback."""
+
+    def maybe_adapt(self, now: int) -> dict[str, Any] | None:
+        """Called at each boundary Δ; a metrics row (z, harvest_fractions, queue_drops...)."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain-data state (picklable)."""
+        ...
+
+
+class SlackPolicyFactory(Protocol):
+    """A SlackPolicy class: ``create(config, env)``; ``from_snapshot(config, snap, env)``
+    raises :class:`~pipeline.core.errors.OperatorStateError` for another mode's snapshot."""
+
+    def create(self, config: EngineConfig, env: PluginEnv) -> SlackPolicy: ...
+
+    def from_snapshot(
+        self, config: EngineConfig, snap: dict[str, Any], env: PluginEnv
+    ) -> SlackPolicy: ...
+
+
+class ShedderFactory(Protocol):
+    """A Shedder class: ``create(config, env)``; ``from_snapshot(config, snap, env)``
+    raises :class:`~pipeline.core.errors.OperatorStateError` for another mode's snapshot."""
+
+    def create(self, config: EngineConfig, env: PluginEnv) -> Shedder: ...
+
+    def from_snapshot(
+        self, config: EngineConfig, snap: dict[str, Any], env: PluginEnv
+    ) -> Shedder: ...

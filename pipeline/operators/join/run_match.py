@@ -1,0 +1,118 @@
+"""Pairwise tests of the batched join (ours): a whole probes × rows block in one
+NumPy expression, the elementwise test of (partial result, row) pairs, the widened value
+range of the indexed search, and the canonical order of the rows found (GrubJoin §1.3
+nested-loop steps, vectorized; see :mod:`~pipeline.operators.join.run_probe`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+I64 = NDArray[np.int64]
+F64 = NDArray[np.float64]
+B8 = NDArray[np.bool_]
+#: probes × rows booleans one block may hold (a few MB: stays in cache)
+BLOCK_ELEMS = 1 << 21
+#: relative slack of the band pre-filter (the exact predicate re-checks candidates)
+SLACK = 1e-9
+
+
+def block_hits(pred: Any, left: F64, right: F64) -> tuple[I64, I64]:
+    """(left row, right row) pairs that match, for every pair of a P × n block: one
+    vectorized test (band: a value-range pre-filter widened by a few ulps, then the exact
+    |a − b| ≤ ε on the candidates)."""
+    n = right.shape[0]
+    if n == 0 or left.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    kind = pred.kind
+    if kind == "band":
+        v = left[:, 0]
+        eps = float(pred.epsilon)
+        slack = SLACK * (np.abs(v) + eps) + 1e-300
+        col = right[:, 0]
+        mask, tmp = _scratch(left.shape[0], n)
+        np.greater_equal(col[None, :], (v - eps - slack)[:, None], out=mask)
+        np.less_equal(col[None, :], (v + eps + slack)[:, None], out=tmp)
+        mask &= tmp
+        pi, ri = np.divmod(np.flatnonzero(mask), n)
+        keep = np.abs(left[pi, 0] - right[ri, 0]) <= eps
+        return pi[keep], ri[keep]
+    if kind == "equi":
+        mask, _ = _scratch(left.shape[0], n)
+        np.equal(left[:, 0, None], right[None, :, 0], out=mask)
+    else:
+        mask = np.asarray(pred.match_values(left, right))
+    pi, ri = np.divmod(np.flatnonzero(mask), n)
+    return pi, ri
+
+
+_SCRATCH: list[B8] = [np.empty(0, bool), np.empty(0, bool)]
+
+
+def _scratch(p: int, n: int) -> tuple[B8, B8]:
+    """Two p × n boolean work arrays, reused across calls: a fresh multi-megabyte array
+    per block costs more in page faults than the comparisons themselves."""
+    size = p * n
+    if _SCRATCH[0].shape[0] < size:
+        _SCRATCH[0] = np.empty(max(size, BLOCK_ELEMS), bool)
+        _SCRATCH[1] = np.empty(max(size, BLOCK_ELEMS), bool)
+    return _SCRATCH[0][:size].reshape(p, n), _SCRATCH[1][:size].reshape(p, n)
+
+
+def pair_match(pred: Any, a: F64, b: F64) -> B8:
+    """Does row a[k] match row b[k], for every k (the elementwise form of
+    :meth:`~pipeline.operators.join.predicates.DensePredicate.match_values`, same arithmetic)."""
+    kind = pred.kind
+    if kind == "equi":
+        return np.asarray(a[:, 0] == b[:, 0])
+    if kind == "band":
+        return np.asarray(np.abs(a[:, 0] - b[:, 0]) <= pred.epsilon)
+    if kind == "distance":
+        dx = a[:, 0] - b[:, 0]
+        dy = a[:, 1] - b[:, 1]
+        return np.asarray(dx * dx + dy * dy <= pred.epsilon * pred.epsilon)
+    lcols = {c: a[:, i] for i, c in enumerate(pred.columns)}
+    rcols = {c: b[:, i] for i, c in enumerate(pred.columns)}
+    out = np.asarray(pred.fn(lcols, rcols), dtype=bool)
+    return np.broadcast_to(out, (a.shape[0],))
+
+
+def value_bounds(pred: Any, v: F64) -> tuple[F64, F64]:
+    """[v − ε, v + ε] (ε = 0 for equi) widened by a relative slack, per probe value: the
+    range a sorted index is searched with (candidates are re-checked exactly)."""
+    eps = float(pred.epsilon) if pred.kind == "band" else 0.0
+    slack = SLACK * (np.abs(v) + eps) + 1e-300
+    return v - eps - slack, v + eps + slack
+
+
+def order_hits(probe: I64, ts: I64, seq: I64) -> I64:
+    """The permutation sorting hits by (probe, ts, seq): one sort of a packed (probe, ts)
+    key, then the runs of equal keys (a probe's hits with equal ts) sorted by seq."""
+    if probe.shape[0] < 2:
+        return np.arange(probe.shape[0])
+    t0 = int(ts.min())
+    if int(ts.max()) - t0 >= 1 << 40 or int(probe.max()) >= 1 << 22:
+        return np.lexsort((seq, ts, probe))
+    key = (probe << 40) | (ts - t0)
+    order = np.argsort(key, kind="stable")
+    packed = key[order]
+    tie = packed[1:] == packed[:-1]
+    if bool(tie.any()):
+        idx = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+        sub = order[idx]
+        order[idx] = sub[np.lexsort((seq[sub], packed[idx]))]
+    return order
+
+
+def expand(pp: I64, h_probe: I64, size: int) -> tuple[I64, I64, int]:
+    """Every (partial, hit of the same probe) pair: partial index and hit index, in
+    partial-major order (both inputs are sorted by probe)."""
+    h_count = np.bincount(h_probe, minlength=size)
+    h_start = np.cumsum(h_count) - h_count
+    rep = h_count[pp]
+    tot = int(rep.sum())
+    cp = np.repeat(np.arange(pp.shape[0]), rep)
+    ch = np.repeat(h_start[pp] - (np.cumsum(rep) - rep), rep) + np.arange(tot)
+    return cp, ch, tot

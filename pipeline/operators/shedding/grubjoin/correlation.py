@@ -1,0 +1,148 @@
+"""Learning time correlations from window shredding (GrubJoin §V-B, Eqs. (1)–(4)).
+
+Stream 0 (the paper's S_1) is the reference. ℒ_i is an equi-width histogram of the lag
+A_{i,0} = T(t^{(i)}) − T(t^{(0)}) over [−w_i, w_0] with buckets of b ms, fed by the
+per-logical-basic-window match counts of shredded probes (:class:`ProbeFeedback`):
+
+* a probe of direction i whose order contains stream 0: a result with the stream-0
+  member in logical basic window k has A_{i,0} ∈ [k·b, (k+1)·b)  → positive side of ℒ_i;
+* a probe of direction 0: a result whose stream-l member is in window k has
+  A_{l,0} ∈ (−(k+1)·b, −k·b]                                       → negative side of ℒ_l.
+
+(Results whose newest member is a third stream add nothing to ℒ_l: the join reports
+per-position marginals, not the joint lags. This under-counts, it does not shift peaks.)
+
+Scores p^k_{i,j} (logical basic window k of W_l, l = r_{i,j}, lag A_{i,l} ∈ b·[k−1, k]):
+
+* i = 0:        Eq. (2)  p^k = ℒ_l(b·[−k, −k+1])
+* l = 0:        p^k = ℒ_i(b·[k−1, k])                     (A_{0,0} ≡ 0)
+* otherwise:    Eq. (4)  p^k = Σ_v ℒ_l[v]·ℒ_i(b·[k−1, k] + mid_v)   (A_{i,0} ⊥ A_{l,0})
+
+Aging (the paper gives none): every adaptation step multiplies all counts by ``decay``
+(default 0.5, i.e. a half-life of one Δ), so a lag that changes mid-stream dominates the
+histogram again within about two adaptation periods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.join.plan import ProbeFeedback
+from pipeline.operators.shedding.costmodel import FloatArray
+
+
+@dataclass(frozen=True)
+class CorrelationConfig:
+    """Window sizes in basic windows (n_i = ⌈w_i/b⌉), b in ms, and the aging factor."""
+
+    n_windows: tuple[int, ...]
+    basic_window_ms: int
+    decay: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.decay <= 1.0:
+            raise ConfigError(f"decay: must be in (0, 1], got {self.decay}")
+        if self.basic_window_ms <= 0 or any(n <= 0 for n in self.n_windows):
+            raise ConfigError(
+                f"basic_window_ms/n_windows: must be > 0, got "
+                f"{self.basic_window_ms}/{self.n_windows}"
+            )
+
+
+def interval_mass(hist: FloatArray, edges: FloatArray, lo: FloatArray,
+                  hi: FloatArray) -> FloatArray:
+    """ℒ(I) for intervals [lo, hi]: the normalized mass in I, uniform within a bucket."""
+    total = float(hist.sum())
+    if total <= 0.0:
+        return np.zeros(np.broadcast(lo, hi).shape)
+    cdf = np.concatenate(([0.0], np.cumsum(hist) / total))
+    return np.interp(hi, edges, cdf) - np.interp(lo, edges, cdf)
+
+
+class LagHistograms:
+    """The m reference histograms ℒ_i and the scores of Eqs. (1)–(4)."""
+
+    def __init__(self, config: CorrelationConfig) -> None:
+        self.config = config
+        n = config.n_windows
+        self.counts = [np.zeros(n[i] + n[0], dtype=np.float64) for i in range(len(n))]
+
+    def edges(self, i: int) -> FloatArray:
+        """Bucket edges of ℒ_i in basic-window units: −n_i .. n_0."""
+        n = self.config.n_windows
+        return np.arange(-n[i], n[0] + 1, dtype=np.float64)
+
+    def observe(self, fb: ProbeFeedback) -> None:
+        """Add one shredded probe's per-basic-window match counts."""
+        n0 = self.config.n_windows[0]
+        i = fb.direction
+        for l, matches in zip(fb.order, fb.matches, strict=True):
+            cnt = np.asarray(matches, dtype=np.float64)
+            if i == 0:
+                ni = self.config.n_windows[l]
+                k = min(cnt.shape[0], ni)
+                # A_{l,0} ∈ (−(k+1)b, −kb]: bucket index n_l − 1 − k
+                self.counts[l][ni - 1 - np.arange(k)] += cnt[:k]
+            elif l == 0:
+                ni = self.config.n_windows[i]
+                k = min(cnt.shape[0], n0)
+                self.counts[i][ni + np.arange(k)] += cnt[:k]
+
+    def age(self) -> None:
+        """Exponential forgetting, applied once per adaptation step."""
+        for c in self.counts:
+            c *= self.config.decay
+
+    def learned(self, i: int) -> bool:
+        return i == 0 or float(self.counts[i].sum()) > 0.0
+
+    def scores(self, i: int, l: int) -> FloatArray:
+        """p^k_{i,·} for the n_l logical basic windows of W_l probed by S_i tuples.
+
+        Returns a flat vector when the histograms involved are still empty, and zeros
+        when they are learned but put no mass in W_l's age range: S_i tuples then find
+        no partner there (e.g. S_l lags S_i, so the partners arrive later).
+        """
+        n = self.config.n_windows
+        k = np.arange(n[l], dtype=np.float64)
+        flat = np.full(n[l], 1.0 / n[l])
+        if i == 0:
+            if not self.learned(l):
+                return flat
+            p = interval_mass(self.counts[l], self.edges(l), -(k + 1), -k)  # Eq. (2)
+        elif l == 0:
+            if not self.learned(i):
+                return flat
+            p = interval_mass(self.counts[i], self.edges(i), k, k + 1)
+        else:
+            if not (self.learned(i) and self.learned(l)):
+                return flat
+            hl = self.counts[l]
+            el = self.edges(l)
+            mids = (el[:-1] + el[1:]) / 2.0
+            weight = hl / hl.sum()
+            lo = k[:, None] + mids[None, :]
+            p = interval_mass(self.counts[i], self.edges(i), lo, lo + 1.0) @ weight  # Eq. (4)
+        return p
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"counts": [c.copy() for c in self.counts]}
+
+    @classmethod
+    def from_snapshot(cls, config: CorrelationConfig, snap: dict[str, Any]) -> LagHistograms:
+        obj = cls(config)
+        counts = snap.get("counts")
+        if not isinstance(counts, list) or len(counts) != len(obj.counts):
+            raise OperatorStateError(f"lag histograms: bad snapshot counts {counts!r}")
+        for mine, theirs in zip(obj.counts, counts, strict=True):
+            arr = np.asarray(theirs, dtype=np.float64)
+            if arr.shape != mine.shape:
+                raise OperatorStateError(
+                    f"lag histograms: snapshot shape {arr.shape} != {mine.shape}"
+                )
+            mine[:] = arr
+        return obj

@@ -1,0 +1,366 @@
+"""The GrubJoin shedder: operator throttling + window harvesting (Gedik et al., TKDE).
+
+Plugs into the engine through the :class:`~pipeline.operators.contract.Shedder` protocol
+(``[shedding] mode = "grubjoin"``). Per tuple: the budget source admits it or drops it
+(bounded input queue, virtual CPU), and ``plan`` gives the harvesting ProbePlan of its
+direction — or, with probability ω (``shred_rate``), a window-shredding plan whose
+per-basic-window feedback feeds the lag histograms and the selectivity estimates.
+Every Δ (``adapt_interval_ms``, §IV-A): z from β and γ; rates, selectivities and scores
+(Eqs. (1)–(4), or flat with ``learn = false``) give the model (§IV-C);
+:func:`~pipeline.operators.shedding.grubjoin.greedy.configure` gives the harvest fractions z_{i,j}
+— with
+``solver = "auto"`` the exact optimum for m ≤ 3 (ours), else greedy double-sided with the
+chosen metric (§IV-D); ``"greedy"`` always the paper's greedy, ``"exact"`` always the DP;
+window
+rankings s^v_{i,j} order the logical basic windows each direction scans.
+
+Ours: each direction's positions are executed in the order of the matches their
+harvested windows are expected to add
+(:func:`~pipeline.operators.shedding.grubjoin.plans.yield_order`),
+and when even one window per position does not fit the budget, the best direction
+probes on a random share of its tuples (:func:`probe_share`) instead of overflowing the
+input queue. The throttle's boosts are capped by the measured headroom from the level
+the configuration in force uses (anti-windup, :mod:`~pipeline.operators.shedding.throttle`), and
+the cheapest configuration that overflowed the input queue under near-target load is
+remembered (:class:`~pipeline.operators.shedding.throttle.Ceiling`): later configurations cost at
+most ``margin`` × its cost under each step's model, so under steady overload the
+controller settles below it and the load-induced queue drops stop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.budget.protocol import BudgetReading
+from pipeline.operators.budget.virtual_cpu import make_queue_budget, restore_queue_budget
+from pipeline.operators.budget.wall import WallQueue
+from pipeline.operators.contract import PluginEnv
+from pipeline.operators.events import Event
+from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
+from pipeline.operators.join.run import INDEX_WINDOW_COST
+from pipeline.operators.shedding.baselines.taildrop import queue_admit_run, queue_charge_run
+from pipeline.operators.shedding.costmodel import HarvestModel
+from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
+from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
+from pipeline.operators.shedding.grubjoin.plans import (
+    OnlineStats,
+    build_model,
+    harvest_plans,
+    scanned_fractions,
+    shred_plan,
+    yield_order,
+)
+from pipeline.operators.shedding.grubjoin.share import (
+    budget_share,
+    by_partner,
+    cheapest_productive,
+    probe_share,
+    shared_cost,
+)
+from pipeline.operators.shedding.throttle import (
+    Ceiling,
+    CeilingConfig,
+    JoinShare,
+    Throttle,
+    ThrottleConfig,
+)
+
+if TYPE_CHECKING:
+    from pipeline.operators.engine.config import EngineConfig
+
+#: aging factor per adaptation step for histograms and selectivity sums
+DECAY = 0.5
+#: execute each direction's positions by expected harvested matches (ours, yield_order)
+REORDER = True
+
+__all__ = ["DECAY", "REORDER", "GrubJoinShedder"]
+
+
+def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
+    return {"order": plan.order, "windows": plan.windows}
+
+
+def _plan_from_data(data: dict[str, Any]) -> ProbePlan:
+    order = None if data["order"] is None else tuple(int(v) for v in data["order"])
+    wins = data["windows"]
+    windows = None if wins is None else tuple(
+        None if w is None else tuple(int(v) for v in w) for w in wins)
+    return ProbePlan(order=order, windows=windows)
+
+
+class GrubJoinShedder:
+    """Runtime GrubJoin shedder; ``snapshot()``/``from_snapshot()`` restore it exactly."""
+
+    def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
+        sh = config.shedding
+        if sh.solver == "exact" and config.m > EXACT_MAX_M:
+            raise ConfigError(f"shedding.solver: 'exact' solves m <= {EXACT_MAX_M} streams, "
+                              f"got {config.m}; use 'auto' or 'greedy'")
+        self.config = config
+        # the paper's bounded input buffers (§III-B): the virtual CPU's queue of ``queue``
+        # tuples, or on the wall clock a queue bounded in waiting time (``queue_ms``):
+        # when even the cheapest configuration cannot keep up, arrivals are dropped
+        # instead of the job falling behind its input (ours for the wall clock)
+        self.budget = make_queue_budget(sh.budget, sh.capacity, sh.queue,
+                                        float(sh.queue_bound_ms), sh.utilization,
+                                        env.clock, env.speedup)
+        #: the batch path's predicted modelled ms per admitted tuple and the queue's last
+        #: arrival before the run being joined (:func:`queue_admit_run`)
+        self.service_ms = 0.0
+        self.last_before = 0.0
+        self.throttle = Throttle(ThrottleConfig(boost=sh.boost,
+                                                boost_by_headroom=sh.budget == "wall"))
+        #: wall clock: β and headroom of the join's own share (ours, throttle.JoinShare)
+        self.join_share = JoinShare(DECAY)
+        self.ceiling = Ceiling(CeilingConfig())
+        join = config.join_config()
+        self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
+        self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY))
+        #: indexed cost model (ours, fitted to the batched indexed probe) iff the join
+        #: runs its sorted indexes
+        self.indexed = join.index and getattr(join.predicate, "kind", None) in ("band", "equi")
+        self.stats = OnlineStats(config.m, DECAY, per_window=self.indexed)
+        #: window share scanned per position by the shredding plan issued last
+        self._shred_fractions: tuple[tuple[int, ...], tuple[float, ...]] | None = None
+        self.rng = np.random.default_rng(sh.seed)
+        self.plans: tuple[ProbePlan, ...] | None = None  # None = full scans, default order
+        self.fractions: list[list[float]] = [[1.0] * (config.m - 1) for _ in range(config.m)]
+        #: counts in force by (direction, partner stream), for re-pricing under a new model
+        self.in_force: np.ndarray | None = None
+        self.z_model = 1.0
+        #: z level (throttle units) the configuration in force uses (None: all of z)
+        self.z_used: float | None = None
+        self.share = 1.0  # probe share of the configured directions (ours, fallback)
+
+    @classmethod
+    def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
+        """The engine's factory; a wall budget times with ``env.clock`` (the shedder never
+        reads time itself)."""
+        return cls(config, env)
+
+    # ------------------------------------------------------------------ per tuple
+    def admit(self, event: Event, now: int) -> bool:
+        self.stats.observe_arrival(event.stream)
+        return self.budget.admit(now)
+
+    def plan(self, direction: int) -> ProbePlan | None:
+        current = None if self.plans is None else self.plans[direction]
+        if self.rng.random() < self.config.shedding.shred_rate:
+            shred = shred_plan(direction, self.n_windows, self.throttle.z, self.rng)
+            # shredding scans ⌈z·n⌉ ≥ 1 windows of the first partner; below z = 1/n it
+            # runs on a z·n share of the sampled tuples so its cost still respects z
+            share = self.throttle.z * self.n_windows[shred.order[0]] if shred.order else 1.0
+            if share >= 1.0 or self.rng.random() < share:
+                self._shred_fractions = (tuple(shred.order or ()),
+                                         scanned_fractions(shred, self.n_windows))
+                return shred
+        if current is not None and self.share < 1.0 and self.rng.random() >= self.share:
+            return ProbePlan(order=current.order, windows=((),) * (self.config.m - 1))
+        return current
+
+    def plan_run(self, streams: np.ndarray) -> list[ProbePlan | None] | None:
+        """Ours (the engine's batch path): :meth:`plan` for each direction at once when no
+        draw can pick anything but the plan in force (no shredding, full probe share):
+        the same random draws, one call. None: ask :meth:`plan` tuple by tuple."""
+        if self.config.shedding.shred_rate > 0 or self.share < 1.0:
+            return None
+        self.rng.random(int(streams.shape[0]))  # plan()'s shredding draws, in order
+        current = self.plans
+        if current is None:
+            return [None] * int(streams.shape[0])
+        return [current[s] for s in streams.tolist()]
+
+    def charge(self, cost: float, now: int) -> None:
+        self.budget.charge(cost, now)
+
+    def admit_some(self, streams: np.ndarray, nows: np.ndarray) -> np.ndarray | None:
+        """Ours (the engine's batch path): the tuples of a run the wall queue admits, as
+        :meth:`admit` tuple by tuple; None on the virtual CPU, whose queue depends on each
+        previous tuple's cost (the engine then admits tuple by tuple)."""
+        if not isinstance(self.budget, WallQueue):
+            return None
+        self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
+        self.last_before = self.budget.last_now
+        return queue_admit_run(self.budget, nows, self.service_ms)
+
+    def charge_some(self, costs: np.ndarray, nows: np.ndarray) -> None:
+        """The tuples admitted by :meth:`admit_some` cost ``costs`` (one per tuple)."""
+        assert isinstance(self.budget, WallQueue)
+        self.service_ms = queue_charge_run(self.budget, costs, nows, self.last_before)
+
+    def observe_probe(self, feedback: ProbeFeedback) -> None:
+        if self.config.shedding.learn:
+            self.hist.observe(feedback)
+        held = self._shred_fractions
+        fractions = held[1] if held is not None and held[0] == feedback.order else None
+        self.stats.observe_probe(feedback, fractions)
+
+    # ------------------------------------------------------------------ every Δ
+    def maybe_adapt(self, now: int) -> dict[str, Any] | None:
+        """One adaptation step (GrubJoin §IV-A, §IV-C, §IV-D, §V); a metrics row."""
+        sh = self.config.shedding
+        reading = self.budget.measure(now, sh.adapt_interval_ms)
+        if isinstance(self.budget, WallQueue):  # what z can shed (JoinShare)
+            beta, headroom = self.join_share.reading(reading, sh.adapt_interval_ms)
+            reading = dataclasses.replace(reading, beta=beta, headroom=headroom)
+        # the z level the configuration in force uses (anti-windup, throttle docstring)
+        z_old = self.throttle.z
+        used = z_old if self.z_used is None else self.z_used
+        rates = self.stats.rates(sh.adapt_interval_ms)
+        z = self.throttle.update(reading.beta, reading.headroom, used)
+        if rates.sum() > 0:
+            score_fn = self.hist.scores if sh.learn else self._flat
+            previous = None if self.plans is None else np.array(
+                [p.order for p in self.plans], dtype=np.int64)
+            seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0
+            model, scores = build_model(rates, self.config.windows,
+                                        self.stats.selectivity(seg), score_fn,
+                                        sh.tuple_cost, previous, indexed=self.indexed,
+                                        window_cost=INDEX_WINDOW_COST,
+                                        probe_cost=sh.probe_cost)
+            self.z_model = self._model_fraction(model, z, z_old)
+            cap = self._ceiling_fraction(model, reading, float(rates.sum()))
+            capped = cap is not None and self.z_model > cap
+            if capped and cap is not None:
+                self.z_model = cap
+            counts = configure(model, self.z_model, sh.heuristic, sh.solver)
+            share = 1.0
+            if not counts.any():
+                counts = cheapest_productive(model)
+                share = probe_share(model, counts, self.z_model)
+            if capped and self.in_force is not None:
+                # below the learned ceiling z follows the cost of what is installed,
+                # relative to the configuration in force (same model): no wind-up
+                was = self._price(model, self.in_force, self.share)
+                now_cost = self._price(model, by_partner(model, counts), share)
+                z = self.throttle.clamp(z_old * now_cost / was if was > 0 else z)
+            self.share = share
+            self.z_used = z * budget_share(model, counts, self.share, self.z_model)
+            perm = yield_order(model, counts) if REORDER else None
+            self.plans = harvest_plans(model, counts, scores, perm)
+            self.in_force = by_partner(model, counts)
+            self.fractions = model.fractions(counts).round(4).tolist()
+        self.hist.age()
+        self.stats.age()
+        return {
+            "time": now,
+            "mode": "grubjoin",
+            "z": round(z, 6),
+            "z_model": round(self.z_model, 6),
+            "z_used": None if self.z_used is None else round(self.z_used, 6),
+            "ceiling": self.ceiling.counts is not None,
+            "beta": round(min(reading.beta, 1e6), 6),
+            "harvest_fractions": self.fractions,
+            "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
+            "probe_share": round(self.share, 6),
+            "queue_drops": reading.dropped,
+            "queue_overflows": reading.overflows,
+            **({"backlog_ms": round(self.budget.backlog_ms(), 3)}
+               if isinstance(self.budget, WallQueue) else {}),
+            "pushed": reading.pushed,
+            "consumed": reading.consumed,
+            "rates_in": [round(float(r), 3) for r in rates],
+            "cost": round(reading.cost, 3),
+        }
+
+    def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float) -> float:
+        """Modelled cost C (under ``model``) of a configuration held by (direction,
+        partner stream), probing on a ``share`` of its directions' tuples."""
+        rows = np.arange(model.m)[:, None]
+        counts = np.minimum(partner_counts[rows, np.asarray(model.orders)], model.max_counts())
+        return shared_cost(model, counts, share)
+
+    def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
+        """The throttle fraction handed to the solver, in the model's own cost units.
+
+        Ours: the model's costs can be off by a factor that differs between small and
+        full configurations (estimated σ, yields). The throttle scales the *measured*
+        cost of the configuration in force by z/z_old, so its *modelled* cost — priced
+        under this step's model (its counts mapped to the new orders, times the probe
+        share) — is scaled the same way: z_model = max(z, (z/z_old)·C({z_old})/C(1)),
+        capped at 1. The solver then keeps C({z}) ≤ z_model·C(1) (GrubJoin §IV-C).
+        """
+        full = model.full_cost()
+        if self.in_force is None or z >= 1.0 or full <= 0:
+            return z
+        cost = self._price(model, self.in_force, self.share)
+        return float(min(1.0, max(z, z / z_old * cost / full)))
+
+    def _ceiling_fraction(self, model: HarvestModel, reading: BudgetReading,
+                          load: float) -> float | None:
+        """Learn / forget the ceiling (:class:`~pipeline.operators.shedding.throttle.Ceiling`)
+        from the interval just measured; the largest z_model it allows (None: any)."""
+        ceiling = self.ceiling
+        ceiling.forget_if_moved(load)
+        learn = ceiling.should_learn(reading.dropped, reading.overflows, reading.headroom)
+        full = model.full_cost()
+        if full <= 0:
+            return None
+        if learn:
+            held = self.in_force if self.in_force is not None else np.tile(
+                np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
+            if ceiling.counts is None or self._price(model, held, self.share) < self._price(
+                    model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share):
+                ceiling.remember(held.tolist(), self.share, load)
+        if ceiling.counts is None:
+            return None
+        bad = self._price(model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share)
+        return ceiling.config.margin * bad / full
+
+    def _flat(self, i: int, l: int) -> np.ndarray:
+        n = self.n_windows[l]
+        return np.full(n, 1.0 / n)
+
+    # ------------------------------------------------------------------ state
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "mode": "grubjoin",
+            "budget": self.budget.snapshot(),
+            "throttle": self.throttle.snapshot(),
+            "ceiling": self.ceiling.snapshot(),
+            "hist": self.hist.snapshot(),
+            "stats": self.stats.snapshot(),
+            "rng": self.rng.bit_generator.state,
+            "plans": None if self.plans is None else [_plan_to_data(p) for p in self.plans],
+            "fractions": [list(r) for r in self.fractions],
+            "in_force": None if self.in_force is None else self.in_force.tolist(),
+            "z_model": self.z_model,
+            "z_used": self.z_used,
+            "share": self.share,
+            "service_ms": self.service_ms,
+            "join_share": self.join_share.snapshot(),
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
+                      env: PluginEnv) -> GrubJoinShedder:
+        if snap.get("mode") != "grubjoin":
+            raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
+        obj = cls(config, env)
+        try:
+            obj.budget = restore_queue_budget(obj.budget, snap["budget"])
+            obj.service_ms = float(snap.get("service_ms", 0.0))
+            obj.join_share = JoinShare.from_snapshot(snap.get("join_share"))
+            obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
+            if "ceiling" in snap:
+                obj.ceiling = Ceiling.from_snapshot(obj.ceiling.config, snap["ceiling"])
+            obj.hist = LagHistograms.from_snapshot(obj.hist.config, snap["hist"])
+            obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"], obj.indexed)
+            obj.rng.bit_generator.state = snap["rng"]
+            plans = snap["plans"]
+            obj.plans = None if plans is None else tuple(_plan_from_data(p) for p in plans)
+            obj.fractions = [list(map(float, r)) for r in snap["fractions"]]
+            held = snap["in_force"]
+            obj.in_force = None if held is None else np.asarray(held, dtype=np.int64)
+            obj.z_model = float(snap["z_model"])
+            obj.share = float(snap.get("share", 1.0))
+            used = snap.get("z_used")
+            obj.z_used = None if used is None else float(used)
+
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
+        return obj

@@ -1,0 +1,344 @@
+"""Input validation against stream time, before K-slack: far-future and too-late tuples,
+duplicates (ours; ARCHITECTURE §7, "bad records are never lost").
+
+A tuple that decoded fine can still be hostile to the join. One stamped 50 years ahead
+would advance its K-slack buffer's local time, the Synchronizer and ⋈T, so every valid
+tuple after it is late; several of them join among themselves. One stamped an hour back
+can join nothing (its window partners expired long ago) and, under Max-K-slack, would
+raise K to an hour. The validator judges each tuple against the *stream's* clock, never
+the wall clock (harvest's own streams start at time 0; a backlog is replayed minutes
+after it was written):
+
+* **clock**: per stream, the median arrival time of its last ``clock_size`` *accepted*
+  tuples. No rejected tuple moves it, so no burst of bad tuples can, even where an
+  instance sees a stream only now and then (aligned tuple routing sends an instance the
+  tuples of its own segments; in between, the far-future tuples whose segment it owns
+  would be all it sees). A real jump of the stream's time (a producer that was down for
+  an hour) is taken once ``clock_size`` tuples of the stream in a row were ahead and
+  agree among themselves (within ``max_future_ms``): those go to the dead letters, the
+  ones after them are judged against the new clock (``jumps`` counts it). Until a stream
+  has ``quorum`` tuples it borrows the clock of all streams together (the median of the
+  last ``clock_size`` accepted arrivals of any stream). With aligned tuple routing the
+  runtime also passes the routing tasks' median arrival (:meth:`observe_reference`).
+* **bootstrap**: the first tuples of an instance are *held* until ``quorum`` of them
+  have arrived; then the clock is their median and each held tuple is judged against
+  it, in arrival order. So a far-future tuple cannot be the one that defines time, even
+  as the very first record. At the end of input (:meth:`InputValidator.flush`) fewer
+  than ``quorum`` held tuples are judged against their own median.
+* **future**: arrival or event time more than ``max_future_ms`` ahead of the reference
+  clock — the largest clock of any stream, so a slow stream whose median lags is judged
+  by the others — is rejected (reason ``future: ...``).
+* **late**: event time more than ``max_late_ms`` behind the stream's own clock is
+  rejected (``late: ...``): it could join nothing, and it goes to the dead letters
+  instead of being dropped silently. The default bound (:func:`default_max_late_ms`) is
+  the largest window plus the largest K the disorder policy may choose.
+* **duplicates**: a tuple whose (stream, seq) is already held — in this batch, or by the
+  engine (K-slack, Synchronizer, join windows; :func:`engine_holds`) — with the same
+  event time and attributes is an exact duplicate (a producer retrying outside
+  idempotence): dropped and counted, never joined twice. The same (stream, seq) with a
+  different event time or attributes is rejected (``duplicate seq: ...``). The engine
+  holds every tuple that can still join, so the check needs no state of its own; a
+  duplicate of a tuple the engine no longer holds joins nothing it joined (the original
+  expired, was shed or evicted) or is rejected as late.
+
+Rejected tuples travel on with an opaque ``info`` (the runtime's record coordinates and
+bytes) so the runtime can write them to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pipeline.core.errors import OperatorStateError
+from pipeline.operators.validation import batch as validator_fast
+from pipeline.operators.events import Event
+from pipeline.operators.validation.config import (
+    Admission,
+    Held,
+    Lookup,
+    Rejected,
+    ValidatorConfig,
+)
+from pipeline.operators.validation.holds import same_attrs
+
+__all__ = ["InputValidator"]
+
+#: a stream's median is recomputed after this many new arrivals (a cheap, still robust
+#: clock: it lags its window by a few tuples at most)
+_REFRESH = 4
+
+
+class InputValidator:
+    """The per-instance validator (see the module docstring). State: the clocks' recent
+    arrivals, the held bootstrap tuples and the counters; :meth:`snapshot` is small."""
+
+    def __init__(self, config: ValidatorConfig) -> None:
+        self.config = config
+        n = config.clock_size
+        self.rings: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
+        self.all: deque[int] = deque(maxlen=n)
+        self.held: list[tuple[Event, Any]] = []
+        #: per stream, the arrivals of the latest run of future rejections (a jump of the
+        #: stream's time once it is ``clock_size`` long)
+        self.pending: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
+        self.bootstrapped = False
+        #: stream time as the runtime sees it beyond this instance's own tuples (Spark:
+        #: the routing tasks' median arrival, on the tick rows), None = unknown
+        self.reference: int | None = None
+        self.counts: dict[str, int] = {"duplicates": 0, "future": 0, "late": 0,
+                                       "conflicts": 0, "jumps": 0}
+        self._medians: list[int | None] = [None] * len(config.streams)
+        self._all_median: int | None = None
+        self._stale: list[int] = [0] * len(config.streams)
+        self._all_stale = 0
+        #: tuples a clock needs (the end-of-input flush takes whatever is there)
+        self._quorum = config.quorum
+
+    # ------------------------------------------------------------------ clocks
+    def _observe(self, ev: Event) -> None:
+        self._observe_arrival(ev.stream, ev.arrival)
+
+    def _observe_arrival(self, stream: int, arrival: int) -> None:
+        self.rings[stream].append(arrival)
+        self.all.append(arrival)
+        self._stale[stream] += 1
+        self._all_stale += 1
+
+    def _reset_clocks(self, items: Iterable[tuple[Event, Any]]) -> None:
+        """The clocks from ``items`` only (after the bootstrap: its accepted tuples)."""
+        for ring in self.rings:
+            ring.clear()
+        self.all.clear()
+        self._medians = [None] * len(self.rings)
+        self._all_median = None
+        for ev, _ in items:
+            self._observe(ev)
+
+    def _future(self, ev: Event) -> None:
+        """A tuple of ``ev``'s stream was rejected as future. ``clock_size`` of them in a
+        row (no accepted tuple of the stream between them) that agree among themselves
+        (within ``max_future_ms``) are the stream's new time: its clock jumps to them."""
+        pending = self.pending[ev.stream]
+        pending.append(ev.arrival)
+        if len(pending) < self.config.clock_size:
+            return
+        if max(pending) - min(pending) > self.config.max_future_ms:
+            return
+        self.counts["jumps"] += 1
+        for t in pending:
+            self._observe_arrival(ev.stream, t)
+        self._medians[ev.stream] = None
+        self._all_median = None
+        pending.clear()
+
+    def stream_clock(self, stream: int) -> int | None:
+        """The stream's clock (median of its recent arrivals), or None before its quorum."""
+        ring = self.rings[stream]
+        if len(ring) < self._quorum:
+            return None
+        if self._medians[stream] is None or self._stale[stream] >= _REFRESH:
+            self._medians[stream] = _median(ring)
+            self._stale[stream] = 0
+        return self._medians[stream]
+
+    def common_clock(self) -> int | None:
+        """The median of the last arrivals of all streams together (None before a quorum)."""
+        if len(self.all) < self._quorum:
+            return None
+        if self._all_median is None or self._all_stale >= _REFRESH:
+            self._all_median = _median(self.all)
+            self._all_stale = 0
+        return self._all_median
+
+    def clocks(self) -> tuple[list[int | None], int | None]:
+        """(each stream's clock, the common clock)."""
+        return [self.stream_clock(i) for i in range(len(self.rings))], self.common_clock()
+
+    # ------------------------------------------------------------------ judging
+    def _verdict(self, ev: Event) -> tuple[str | None, bool]:
+        """Why ``ev`` is rejected by the clock rules (None: it is not), and whether it is
+        ahead of the clock."""
+        cfg = self.config
+        common = self.common_clock()
+        own = self.stream_clock(ev.stream)
+        known = [c for c in (self.stream_clock(i) for i in range(len(self.rings)))
+                 if c is not None]
+        if common is not None:
+            known.append(common)
+        if self.reference is not None and known:
+            known.append(self.reference)
+        if not known:
+            return None, False
+        ref = max(known)
+        name = cfg.streams[ev.stream]
+        for what, t in (("arrival_time", ev.arrival), ("event_time", ev.ts)):
+            if t > ref + cfg.max_future_ms:
+                self.counts["future"] += 1
+                return (f"future: {what} {t} is {t - ref} ms ahead of the stream clock {ref} "
+                        f"(stream {name}; disorder.max_future_ms = {cfg.max_future_ms})"), True
+        mine = own if own is not None else (common if common is not None else ref)
+        if ev.ts < mine - cfg.max_late_ms:
+            self.counts["late"] += 1
+            return (f"late: event_time {ev.ts} is {mine - ev.ts} ms behind stream {name}'s "
+                    f"clock {mine} (disorder.max_late_ms = {cfg.max_late_ms}); it can join "
+                    "nothing"), False
+        return None, False
+
+    def _duplicate(self, ev: Event, batch: dict[tuple[int, int], tuple[int, Any]],
+                   held: Held) -> tuple[bool, str | None]:
+        """(exact duplicate?, conflict reason) against this call's tuples and the engine."""
+        key = (ev.stream, ev.seq)
+        seen = batch.get(key)
+        if seen is None:
+            seen = held.get(key)
+        if seen is None:
+            return False, None
+        ts, attrs = seen
+        if ts == ev.ts and (attrs is None or same_attrs(attrs, ev.attrs)):
+            return True, None
+        self.counts["conflicts"] += 1
+        name = self.config.streams[ev.stream]
+        what = (f"event_time {ts}, now {ev.ts}" if ts != ev.ts
+                else "the same event_time and other attributes")
+        return False, (f"duplicate seq: ({name}, {ev.seq}) was seen before with {what}; "
+                       "the first one is kept")
+
+    def admit(self, items: Sequence[tuple[Event, Any]], lookup: Lookup | None = None
+              ) -> Admission:
+        """Judge ``items`` (arrival order) after any held ones; ``lookup`` gives the
+        engine's copies of (stream, seq) keys (duplicate check)."""
+        out = Admission()
+        rest = items
+        if not self.bootstrapped:
+            need = self.config.quorum - len(self.held)
+            for ev, info in items[:need]:
+                self._observe(ev)
+                self.held.append((ev, info))
+            if len(self.held) < self.config.quorum:
+                return out
+            rest = items[need:]
+            todo, self.held = self.held, []
+            self.bootstrapped = True
+            self._judge(todo, lookup, out, bootstrap=True)
+        if rest:
+            self._judge(rest, lookup, out, bootstrap=False)
+        return out
+
+    def flush(self, lookup: Lookup | None = None) -> Admission:
+        """End of input: judge the held tuples against their own median."""
+        out = Admission()
+        if self.held:
+            todo, self.held = self.held, []
+            self.bootstrapped = True
+            self._quorum = 1
+            try:
+                self._judge(todo, lookup, out, bootstrap=True)
+            finally:
+                self._quorum = self.config.quorum
+        return out
+
+    def _judge(self, items: Sequence[tuple[Event, Any]], lookup: Lookup | None,
+               out: Admission, *, bootstrap: bool) -> None:
+        """Judge ``items`` in order. The clocks follow the accepted tuples only (so a
+        burst of bad ones cannot become the majority of an instance that sees a stream
+        only now and then, as with aligned tuple routing); the bootstrap's held tuples
+        were observed to define the first clock, which then keeps the accepted ones."""
+        held: Held = lookup([ev for ev, _ in items]) if lookup is not None and items else {}
+        if not bootstrap and len(items) >= validator_fast.MIN_BATCH:
+            validator_fast.judge_batch(  # the same verdicts and state, as arrays
+                self, items, held, out,
+                lambda j, batch: self._judge_one(items[j], held, batch, out, False))
+            return
+        batch: dict[tuple[int, int], tuple[int, Any]] = {}
+        first = len(out.accepted)
+        for item in items:
+            self._judge_one(item, held, batch, out, bootstrap)
+        if bootstrap:
+            self._reset_clocks(out.accepted[first:])
+
+    def _judge_one(self, item: tuple[Event, Any], held: Held,
+                   batch: dict[tuple[int, int], tuple[int, Any]], out: Admission,
+                   bootstrap: bool) -> None:
+        """One tuple of :meth:`_judge` (``batch``: this call's accepted tuples)."""
+        ev, info = item
+        reason, future = self._verdict(ev)
+        if reason is None:
+            dup, reason = self._duplicate(ev, batch, held)
+            if dup:
+                out.duplicates += 1
+                self.counts["duplicates"] += 1
+                return
+        if reason is not None:
+            out.rejected.append(Rejected(ev, info, reason))
+            if future and not bootstrap:
+                self._future(ev)
+            return
+        batch[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+        out.accepted.append((ev, info))
+        if not bootstrap:
+            self._observe(ev)
+            self.pending[ev.stream].clear()
+
+    def observe_reference(self, arrival_ms: int) -> None:
+        """Stream time seen elsewhere: with aligned tuple routing an instance gets the
+        tuples of its own segments only (G − 1 segments' worth of gap between them), so
+        the median arrival of a routing task's whole batch keeps its future bound current.
+        A median of a batch: no single tuple moves it."""
+        self.reference = int(arrival_ms)
+
+    def metrics(self) -> dict[str, float]:
+        """Counters for the metrics' ``extra`` (cumulative) and the tuples held."""
+        out = {f"validator_{k}": float(v) for k, v in self.counts.items()}
+        out["validator_held"] = float(len(self.held))
+        return out
+
+    # ------------------------------------------------------------------ state
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (the held tuples' ``info`` must be picklable)."""
+        return {
+            "rings": [list(r) for r in self.rings],
+            "all": list(self.all),
+            "held": [(_event_state(ev), info) for ev, info in self.held],
+            "pending": [list(p) for p in self.pending],
+            "bootstrapped": self.bootstrapped,
+            "counts": dict(self.counts),
+            "reference": self.reference,
+        }
+
+    @classmethod
+    def from_snapshot(cls, config: ValidatorConfig, snap: Mapping[str, Any] | None
+                      ) -> InputValidator:
+        """Inverse of :meth:`snapshot` (None: a new validator)."""
+        v = cls(config)
+        if snap is None:
+            return v
+        try:
+            for ring, values in zip(v.rings, snap["rings"], strict=True):
+                ring.extend(int(t) for t in values)
+            v.all.extend(int(t) for t in snap["all"])
+            v.held = [(_event_from_state(ev), info) for ev, info in snap["held"]]
+            for pending, values in zip(v.pending, snap.get("pending", []), strict=False):
+                pending.extend(int(t) for t in values)
+            v.bootstrapped = bool(snap["bootstrapped"])
+            v.counts.update({str(k): int(n) for k, n in snap["counts"].items()})
+            ref = snap.get("reference")
+            v.reference = int(ref) if ref is not None else None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OperatorStateError(f"cannot restore the validator: {exc!r}") from exc
+        return v
+
+
+def _median(values: Iterable[int]) -> int:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]  # the lower median: an actual arrival time
+
+
+def _event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
+    return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
+
+
+def _event_from_state(state: Any) -> Event:
+    stream, seq, ts, arrival, attrs = state
+    return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
