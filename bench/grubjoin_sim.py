@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from connectors.workloads import WorkloadSpec, generate_workload
-from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import Event
 from pipeline.operators.join.config import Outcome
 from pipeline.operators.join.mjoin import MWayJoin

@@ -49,8 +49,8 @@ from bench.join_fast import CAPACITY_TARGET, FIXED_TARGET_US, measure_fixed, mea
 from pipeline.core.figures import new_figure
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine.batch import MAX_RUN
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
 from pipeline.operators.join.mjoin import MWayJoin

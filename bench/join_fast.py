@@ -29,8 +29,8 @@ from pipeline.app.capacity import measure_capacity, time_full_join
 from pipeline.app.demo import DemoConfig, _workload
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
 from pipeline.operators.join.plan import ProbePlan

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.events import event_from_dump
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec

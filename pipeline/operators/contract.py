@@ -42,7 +42,7 @@ ones — and may offer ``plan_run(streams)`` (None: call ``plan`` per tuple) or
 Every plug-in is created by ``cls.create(config, env)`` and restored by
 ``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
 :class:`ShedderFactory`) where ``config`` is the frozen
-:class:`~pipeline.operators.engine.config.EngineConfig` and ``env`` the :class:`PluginEnv` the
+:class:`~pipeline.operators.config.EngineConfig` and ``env`` the :class:`PluginEnv` the
 runtime injects (clocks, speed-up); ``snapshot()`` returns plain Python/NumPy data
 (picklable). Plug-ins never read time themselves.
 """
@@ -57,7 +57,7 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pipeline.core.errors import SerializationError
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult, event_from_dump
 from pipeline.runtime.resolve import runtime_env

@@ -2,7 +2,7 @@
 
 :func:`resolve_engine` turns a validated :class:`~pipeline.spec.model.Spec` plus the
 runtime's facts (budget source, custom predicate) into an
-:class:`~pipeline.operators.engine.config.EngineConfig`; ``harvest join``, the Spark job, the
+:class:`~pipeline.operators.config.EngineConfig`; ``harvest join``, the Spark job, the
 capacity probe and the benchmarks all build their engines through it.
 :func:`runtime_env` picks the plug-ins' clock at the edge, so no operator reads time.
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pipeline.core.errors import ConfigError
+from pipeline.operators.config import DisorderConfig, EngineConfig, SheddingConfig
 from pipeline.operators.contract import PluginEnv
-from pipeline.operators.engine.config import DisorderConfig, EngineConfig, SheddingConfig
 from pipeline.operators.join.predicates import CustomFn, build_predicate
 from pipeline.operators.memory.config import MemoryConfig
 from pipeline.spec.model import Spec

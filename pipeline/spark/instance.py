@@ -23,8 +23,8 @@ import pandas as pd
 from pipeline.core.errors import OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.budget.wall import WallBudget
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.validation.config import Admission, ValidatorConfig

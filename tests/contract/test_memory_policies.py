@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
 from pipeline.operators.memory.join import BoundedJoin

@@ -23,8 +23,8 @@ import pytest
 
 import pipeline.operators.engine.engine as engine_module
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv, Shedder, ShedderFactory
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.registry import (

@@ -18,7 +18,7 @@ from pipeline.core.errors import OperatorStateError
 from pipeline.operators.contract import PluginEnv
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 
 class BaselinePolicy:

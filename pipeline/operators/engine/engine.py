@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.engine import batch as engine_batch
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv, Shedder, SlackPolicy
 from pipeline.operators.disorder.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
 from pipeline.operators.disorder.synchronizer import Synchronizer, SynchronizerConfig
-from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.engine import batch as engine_batch
 from pipeline.operators.events import Event, JoinResult, results_from_arrays
 from pipeline.operators.join.config import Outcome
 from pipeline.operators.join.mjoin import MWayJoin

@@ -10,7 +10,7 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 
 class NoShedder:

@@ -52,8 +52,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.validation import batch as validator_fast
 from pipeline.operators.events import Event
+from pipeline.operators.validation import batch as validator_fast
 from pipeline.operators.validation.config import (
     Admission,
     Held,

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from pipeline.core.errors import ConfigError
 from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig, restore_queue_budget
 from pipeline.operators.budget.wall import WallQueue, WallQueueConfig
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.events import Event
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.join.plan import ProbePlan

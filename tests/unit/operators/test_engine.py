@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.quality.oracle import brute_force_oracle
 from pipeline.runtime.resolve import resolve_engine

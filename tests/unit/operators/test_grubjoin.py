@@ -11,8 +11,8 @@ import pytest
 
 from connectors.workloads import WorkloadSpec, generate
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
-from pipeline.operators.engine.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, event_from_dump
 from pipeline.operators.shedding.baselines.randomdrop import RandomDropShedder

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.engine.config import EngineConfig
+from pipeline.operators.config import EngineConfig
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event
 from pipeline.operators.join.predicates import build_predicate

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.validation import batch as validator_fast
 from pipeline.operators.events import Event
+from pipeline.operators.validation import batch as validator_fast
 from pipeline.operators.validation.config import ValidatorConfig
 from pipeline.operators.validation.validator import InputValidator
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.engine.config import DisorderConfig, SheddingConfig
+from pipeline.operators.config import DisorderConfig, SheddingConfig
 from pipeline.operators.join.predicates import DensePredicate
 from pipeline.runtime.resolve import Budget, resolve_engine, runtime_env
 from pipeline.spec.model import DisorderSpec, SheddingSpec, parse_spec

@@ -81,7 +81,7 @@ from pipeline.operators.disorder.quality.profiler import (
 from pipeline.operators.disorder.quality.recall_model import ModelConfig, gamma_curve
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 #: weight of the newest interval in the moving average of the arrival rates r_i
 RATE_SMOOTHING = 0.2

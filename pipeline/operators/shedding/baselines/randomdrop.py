@@ -40,7 +40,7 @@ from pipeline.operators.shedding.grubjoin.plans import OnlineStats, build_model
 from pipeline.operators.shedding.throttle import Throttle, ThrottleConfig
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 #: aging factor per adaptation step for the selectivity sums
 DECAY = 0.5

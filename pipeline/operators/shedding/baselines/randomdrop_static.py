@@ -92,7 +92,7 @@ from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel
 from pipeline.operators.shedding.grubjoin.plans import OnlineStats, build_model
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 MODE = "randomdrop-static"
 

@@ -42,7 +42,7 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig, SheddingConfig
+    from pipeline.operators.config import EngineConfig, SheddingConfig
 
 
 def queue_budget(sh: SheddingConfig, env: PluginEnv) -> Any:

@@ -70,7 +70,7 @@ from pipeline.operators.shedding.throttle import (
 )
 
 if TYPE_CHECKING:
-    from pipeline.operators.engine.config import EngineConfig
+    from pipeline.operators.config import EngineConfig
 
 #: aging factor per adaptation step for histograms and selectivity sums
 DECAY = 0.5
