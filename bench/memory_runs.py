@@ -24,9 +24,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from connectors.workloads import WorkloadSpec, generate_workload
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.config import JoinConfig
 from pipeline.operators.join.predicates import Predicate, build_predicate
-from pipeline.operators.memory import BoundedJoin, MemoryConfig, make_join
+from pipeline.operators.memory import BoundedJoin, make_join
 from pipeline.operators.memory.opt import opt_offline
 
 STEP_MS = 10

@@ -14,10 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.config import DisorderConfig, EngineConfig, SheddingConfig
+from pipeline.operators.config import DisorderConfig, EngineConfig, MemoryConfig, SheddingConfig
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.join.predicates import CustomFn, build_predicate
-from pipeline.operators.memory.config import MemoryConfig
 from pipeline.spec.model import Spec
 
 Budget = Literal["virtual", "wall"]

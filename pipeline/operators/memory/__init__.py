@@ -1,13 +1,13 @@
 """Memory-bounded joins: eviction policies (Das, Gehrke, Riedewald, "Semantic
 Approximation of Data Stream Joins", TKDE) and the offline optimum.
 
-``config`` (``MemoryConfig``), ``stats`` (value frequencies), ``lags`` (match-lag
-hazards), ``bound`` (admission), ``policies`` (rand, prob, life, lagprob), ``join``
-(the bounded m-way join), ``opt`` (OPT-offline as min-cost flow).
+Modules: ``stats`` (value frequencies), ``lags`` (match-lag hazards), ``bound``
+(admission), ``policies`` (rand, prob, life, lagprob), ``join`` (the bounded m-way join),
+``opt`` (OPT-offline as min-cost flow). The configuration, ``MemoryConfig``, sits with
+the engine's other plug-in configurations in :mod:`pipeline.operators.config`.
 """
 
 from pipeline.operators.memory.bound import BoundedMemory
-from pipeline.operators.memory.config import MemoryConfig
 from pipeline.operators.memory.join import BoundedJoin, make_join
 from pipeline.operators.memory.policies import (
     MEMORY_POLICIES,
@@ -20,7 +20,6 @@ __all__ = [
     "MEMORY_POLICIES",
     "BoundedJoin",
     "BoundedMemory",
-    "MemoryConfig",
     "build_memory",
     "make_join",
     "memory_class",

@@ -42,9 +42,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.predicates import CosinePredicate, Predicate, SparseRow
 from pipeline.operators.join.windows import StreamWindow
-from pipeline.operators.memory.config import MemoryConfig
 from pipeline.operators.memory.stats import ValueStats
 
 F64 = NDArray[np.float64]

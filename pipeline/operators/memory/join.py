@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.config import JoinConfig, JoinOutput, Outcome
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.join.plan import ProbePlan
 from pipeline.operators.join.predicates import Predicate
 from pipeline.operators.join.windows import StreamWindow
 from pipeline.operators.memory.bound import BoundedMemory
-from pipeline.operators.memory.config import MemoryConfig
 from pipeline.operators.memory.policies import build_memory, restore_memory
 
 

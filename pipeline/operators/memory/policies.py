@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.predicates import Predicate
 from pipeline.operators.memory.bound import F64, I64, BoundedMemory
-from pipeline.operators.memory.config import MemoryConfig
 from pipeline.operators.memory.lags import LagModel
 
 

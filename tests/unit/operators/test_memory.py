@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.config import JoinConfig
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.join.predicates import build_predicate
-from pipeline.operators.memory import BoundedJoin, MemoryConfig, make_join
+from pipeline.operators.memory import BoundedJoin, make_join
 
 MODES = ("rand", "prob", "life", "lagprob")
 Arrival = tuple[int, int, float]  # stream, ts, value

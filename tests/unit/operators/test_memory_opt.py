@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.config import JoinConfig
 from pipeline.operators.join.predicates import build_predicate
-from pipeline.operators.memory import MemoryConfig, make_join
+from pipeline.operators.memory import make_join
 from pipeline.operators.memory.opt import opt_offline
 
 EQUI = build_predicate("equi", attribute="v")

@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pipeline.operators.config import MemoryConfig
 from pipeline.operators.join.config import JoinConfig
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.join.predicates import build_predicate
-from pipeline.operators.memory import MemoryConfig, make_join
+from pipeline.operators.memory import make_join
 from pipeline.operators.memory.stats import ValueStats
 
 
