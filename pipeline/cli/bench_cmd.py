@@ -12,17 +12,17 @@ from pipeline.core.settings import Settings
 
 # name -> module in bench/ exposing run(quick: bool, results_dir: Path, settings: Settings) -> int
 BENCHMARKS: dict[str, str] = {
-    "produce": "bench.produce",
-    "workloads": "bench.workloads",
-    "join": "bench.join",
-    "disorder": "bench.disorder",
-    "grubjoin": "bench.grubjoin",
-    "pipeline": "bench.pipeline",
-    "memory": "bench.memory",
-    "state": "bench.state",
-    "delivery": "bench.delivery",
-    "peer": "bench.peer",
-    "soak": "bench.soak",
+    "produce": "bench.produce.main",
+    "workloads": "bench.workloads.main",
+    "join": "bench.join.main",
+    "disorder": "bench.disorder.main",
+    "grubjoin": "bench.grubjoin.main",
+    "pipeline": "bench.pipeline.main",
+    "memory": "bench.memory.main",
+    "state": "bench.state.main",
+    "delivery": "bench.delivery.main",
+    "peer": "bench.peer.main",
+    "soak": "bench.soak.main",
 }
 
 

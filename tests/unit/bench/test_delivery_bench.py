@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bench import delivery
-from bench.delivery import Run, _latencies, _payload, _plot
+from bench.delivery import main as delivery
+from bench.delivery.main import Run, _latencies, _payload, _plot
 from connectors.io.consumer import Consumed
 from pipeline.core.settings import Settings
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.disorder_report import plot, print_table, targets
+from bench.disorder.report import plot, print_table, targets
 
 
 def _row(method: str, gamma: float, k_ms: float, phi_99: float) -> dict[str, object]:

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from bench.common import add_baseline_ratios
-from bench.grubjoin import PARTS, _parts
-from bench.grubjoin_index import index_summary
-from bench.grubjoin_sim import BASELINES
-from bench.grubjoin_sweeps import SHEDDERS
-from bench.grubjoin_targets import figures as paper_figures
-from bench.grubjoin_targets import ratio, ratios_targets
+from bench.grubjoin.index import index_summary
+from bench.grubjoin.main import PARTS, _parts
+from bench.grubjoin.sim import BASELINES
+from bench.grubjoin.sweeps import SHEDDERS
+from bench.grubjoin.targets import figures as paper_figures
+from bench.grubjoin.targets import ratio, ratios_targets
+from bench.kit.ratios import add_baseline_ratios
 from pipeline.core.errors import ConfigError
 
 
@@ -104,7 +104,7 @@ def test_only_selects_parts_and_names_an_unknown_one() -> None:
 
 
 def test_missed_targets_say_why_and_figures_can_be_derived_again() -> None:
-    from bench.grubjoin_targets import missed_why
+    from bench.grubjoin.targets import missed_why
 
     ratios, targets = ratios_targets({})
     assert set(missed_why({}, ratios, targets)) == set(targets)

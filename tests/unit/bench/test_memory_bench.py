@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.memory import plan
-from bench.memory_report import targets
-from bench.memory_runs import (
+from bench.memory.main import plan
+from bench.memory.report import targets
+from bench.memory.runs import (
     lagged_warmup,
     lagged_workload,
     run_exact,

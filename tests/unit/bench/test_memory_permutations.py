@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.memory_permutations import alignment, summarize
-from bench.memory_runs import step_workload
+from bench.memory.permutations import alignment, summarize
+from bench.memory.runs import step_workload
 
 
 def test_correlated_streams_are_aligned_and_uncorrelated_less() -> None:

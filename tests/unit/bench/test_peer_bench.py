@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from bench.peer import run
-from bench.peer_plot import plot
-from bench.peer_report import summary, targets
-from bench.peer_runs import Batch, QueryRun, overlap, steady_latency
-from bench.peer_setup import Workload, replication
+from bench.peer.main import run
+from bench.peer.plot import plot
+from bench.peer.report import summary, targets
+from bench.peer.runs import Batch, QueryRun, overlap, steady_latency
+from bench.peer.setup import Workload, replication
 from pipeline.core.errors import ConfigError
 from pipeline.core.settings import Settings
 
@@ -94,7 +94,7 @@ def test_targets_and_summary_of_a_payload(tmp_path: Path) -> None:
 
 
 def test_summary_reports_the_floor() -> None:
-    from bench.peer_report import summary
+    from bench.peer.report import summary
 
     payload = {"floor": {"rows": [{"workload": "equi", "rows_per_s": 30_000.0}],
                          "max_ratio": {"equi": 2.17}}}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.pipeline import run
-from bench.pipeline_measure import RunMeasure
-from bench.pipeline_plot import full_buckets
-from bench.pipeline_report import backlog_grows
+from bench.pipeline.main import run
+from bench.pipeline.measure import RunMeasure
+from bench.pipeline.plot import full_buckets
+from bench.pipeline.report import backlog_grows
 from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.settings import Settings
 
@@ -88,7 +88,7 @@ def test_timeline_plot_drops_only_trailing_partial_buckets(true: list[float],
 def test_pipeline_best_baseline_must_meet_the_latency_bound() -> None:
     from dataclasses import replace
 
-    from bench.pipeline_report import compare_rows
+    from bench.pipeline.report import compare_rows
 
     def run_of(method: str, out: float, p99: float | None) -> RunMeasure:
         return replace(_run(method, None, ""), output_rate=out, p99_ms=p99)
@@ -107,7 +107,7 @@ def test_pipeline_best_baseline_must_meet_the_latency_bound() -> None:
 def test_missed_targets_say_why() -> None:
     from dataclasses import replace
 
-    from bench.pipeline_report import compare_rows, judge_targets
+    from bench.pipeline.report import compare_rows, judge_targets
 
     gj = replace(_run("grubjoin", -50.0, "idle for 10 s"), output_rate=150.0,
                  p99_ms=30_000.0)
@@ -131,8 +131,8 @@ def test_missed_targets_say_why() -> None:
 
 
 def test_the_full_sweep_compares_shedders_at_every_rate_and_says_so() -> None:
-    from bench.pipeline import METHODS, QUICK_SWEEP, SWEEP
-    from bench.pipeline_report import BASELINES, sweep_note
+    from bench.pipeline.main import METHODS, QUICK_SWEEP, SWEEP
+    from bench.pipeline.report import BASELINES, sweep_note
 
     assert QUICK_SWEEP == {2.0: METHODS} and set(SWEEP[2.0]) == set(METHODS)
     for methods in SWEEP.values():

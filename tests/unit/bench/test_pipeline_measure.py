@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench.pipeline_measure import latencies_ms, measure, our_id
+from bench.kit.readback import latencies_ms, our_id
+from bench.pipeline.measure import measure
 from connectors.io.consumer import Consumed
 from pipeline.operators.events import Member, result_id
 
@@ -200,7 +201,7 @@ def test_staleness_trend_ignores_the_settling_time() -> None:
 def test_cached_truth_is_the_oracle_once_per_input(tmp_path: Path) -> None:
     import json
 
-    from bench.pipeline_measure import cached_truth
+    from bench.pipeline.measure import cached_truth
     from pipeline.quality.oracle import oracle
     from pipeline.testing.streams import make_dump, make_spec
 

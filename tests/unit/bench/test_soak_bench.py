@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak_memory import MemorySample, sample_memory
-from bench.soak_rows import (
+from bench.soak.memory import MemorySample, sample_memory
+from bench.soak.rows import (
     BatchSample,
     Samples,
     minute_rows,
@@ -74,8 +74,8 @@ def test_memory_of_the_driver_its_jvm_and_python_workers(tmp_path: Path) -> None
 
 
 def test_nmt_summary_is_parsed_and_growth_attributed() -> None:
-    from bench.soak_memory import parse_nmt
-    from bench.soak_rows import Samples, native_growth
+    from bench.soak.memory import parse_nmt
+    from bench.soak.rows import Samples, native_growth
 
     text = """Native Memory Tracking:
 
@@ -95,7 +95,7 @@ Total: reserved=2743586KB, committed=1381282KB
 
 
 def test_compare_summary_is_the_mean_output_from_minute_2_over_tail_drop() -> None:
-    from bench.soak_compare import summarize
+    from bench.soak.compare import summarize
 
     rows = {"grubjoin": [10.0, 60.0, 40.0], "taildrop": [30.0, 20.0, 30.0]}
     runs = {m: {"rows": [{"minute": i + 1, "output_rate": v} for i, v in enumerate(vs)]}

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bench.state import _parts, growth, summarize, targets
-from bench.state_handle import CountingHandle
-from bench.state_spark import checkpoint_bytes
+from bench.state.handle import CountingHandle
+from bench.state.main import _parts, growth, summarize, targets
+from bench.state.spark import checkpoint_bytes
 from pipeline.core.errors import ConfigError
 
 

@@ -1,0 +1,43 @@
+"""A benchmark's output files: ``<results_dir>/<name>.json`` (with the machine it ran on)
+and ``<name>.png``."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    import os
+
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_json(name: str, payload: dict[str, Any], results_dir: Path) -> Path:
+    """Write ``<results_dir>/<name>.json`` (pretty, with machine info) and return its path."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{name}.json"
+    body = {"benchmark": name, "machine": machine_info(), **payload}
+    path.write_text(json.dumps(body, indent=2, sort_keys=False, default=float) + "\n")
+    return path
+
+
+def save_figure(fig: Any, name: str, results_dir: Path) -> Path:
+    """Save a matplotlib figure as ``<results_dir>/<name>.png`` and close it."""
+    import matplotlib.pyplot as plt
+
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{name}.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,198 @@
+"""The inputs of `harvest bench peer` (:mod:`bench.peer.main`): the two workloads, their
+specs, publishing them to Kafka, and :class:`Bench`, which runs one query of either
+method on them (:mod:`bench.peer.runs`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from bench.peer.runs import (
+    FLOOR,
+    HARVEST,
+    QueryRun,
+    drive,
+    load_avg,
+    read_results,
+    start_query,
+    wait_started,
+)
+from pipeline.core.settings import Settings
+
+STREAMS = ("s1", "s2", "s3")
+DISORDER = "exp:mean=150"
+TRIGGER_MS = 500
+IDLE_FLUSH_MS = 2_000
+GROUPS = 2
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload's records, join and routing."""
+
+    name: str
+    source: str  # harvest's workload name (input topics, schema)
+    records: list[dict[str, Any]]
+    join: dict[str, Any]
+    routing: str
+    segment_ms: int
+    rate: float  # tuples/s per stream, stream time
+    slack_ms: int
+    truth: frozenset[str]
+
+    @property
+    def per_stream(self) -> int:
+        return len(self.records) // len(STREAMS)
+
+
+def workloads(quick: bool) -> dict[str, Workload]:
+    from connectors.workloads import WorkloadSpec, generate, parse_model
+    from connectors.workloads.params import EquiParams
+    from pipeline.quality.oracle import oracle
+    from pipeline.spec.model import parse_spec
+
+    out = {}
+    equi_s, band_s = (12.0, 60.0) if quick else (60.0, 240.0)
+    uniform = EquiParams(domain=10_000, initial_skew=0.0, skew_min=0.0, skew_max=0.0,
+                         gap_min_s=1e9, gap_max_s=1e9)
+    for name, source, rate, seconds, join, routing in (
+        ("equi", "equi", 1_000.0, equi_s,
+         {"window_ms": 1_000, "predicate": "equi", "attribute": "a1"}, "hash"),
+        ("band", "sensors", 100.0, band_s,
+         {"window_ms": 10_000, "predicate": "band", "attribute": "value", "epsilon": 0.1},
+         "atr"),
+    ):
+        records = generate(WorkloadSpec(
+            source, streams=len(STREAMS), rates=(rate,), duration_s=seconds,  # type: ignore[arg-type]
+            disorder=(parse_model(DISORDER),), seed=19,
+            params=uniform if source == "equi" else None))
+        full = {"streams": list(STREAMS), **join}
+        truth = frozenset(r.id for r in oracle(parse_spec({"join": full}).join, records))
+        slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
+        out[name] = Workload(name, source, records, full, routing,
+                             int(seconds * 1000) // 4, rate, slack, truth)
+    return out
+
+
+def _spec(w: Workload, prefix: str, out_topic: str, groups: int, max_offsets: int | None,
+          trigger_ms: int) -> Any:
+    from pipeline.spec.model import parse_spec
+
+    job: dict[str, Any] = {"workload": w.source, "routing": w.routing, "groups": groups,
+                           "segment_ms": w.segment_ms, "trigger_ms": trigger_ms,
+                           "idle_flush_ms": IDLE_FLUSH_MS, "topic_prefix": prefix}
+    if max_offsets is not None:
+        job["max_offsets_per_trigger"] = max_offsets
+    return parse_spec({"join": w.join, "disorder": {"mode": "fixed", "slack_ms": w.slack_ms},
+                       "shedding": {"mode": "off"}, "job": job,
+                       "output": {"topic": out_topic}})
+
+
+def _publish(settings: Settings, prefix: str, w: Workload, speedup: float | None) -> None:
+    from connectors.io.producer import publish
+    from connectors.io.producer_config import Pacing, ProducerConfig
+    from connectors.io.serde import AvroSerde
+    from connectors.io.topics import input_topic, schema_for
+
+    report = publish(
+        w.records, config=ProducerConfig.from_settings(settings),
+        serde=AvroSerde.from_dir(settings.schemas_dir), schema_name=schema_for(w.source),
+        topic_of=lambda r: input_topic(prefix, w.source, str(r["stream"])),
+        key_of=lambda r: str(r["stream"]).encode(),
+        pace=Pacing(speedup=speedup) if speedup is not None else None)
+    report.raise_on_failure()
+
+
+class Bench:
+    """The shared pieces of one bench run: settings, work folder, the input topics."""
+
+    def __init__(self, settings: Settings, quick: bool) -> None:
+        self.settings = settings
+        self.quick = quick
+        self.workdir = settings.cache_dir / "bench-peer"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.tag = uuid.uuid4().hex[:6]
+        self.runs = 0
+        self.prefixes: dict[str, str] = {}
+
+    def input_prefix(self, w: Workload) -> str:
+        """The drain topics of ``w``, published once (before any query reads them)."""
+        if w.name not in self.prefixes:
+            prefix = f"bpr{self.tag}{w.name}"
+            self._prepare(w, prefix)
+            _publish(self.settings, prefix, w, None)
+            self.prefixes[w.name] = prefix
+        return self.prefixes[w.name]
+
+    def _prepare(self, w: Workload, prefix: str) -> None:
+        from connectors.io.admin import ensure_topics
+        from connectors.io.topics import input_topic
+
+        ensure_topics(self.settings.resolved_bootstrap(),
+                      [input_topic(prefix, w.source, s) for s in STREAMS],
+                      client_config=self.settings.kafka_client_config())
+
+    def run(self, spark: Any, w: Workload, method: str, *, groups: int = GROUPS,
+            partitions: int = GROUPS, max_offsets: int | None = None,
+            trigger_ms: int = TRIGGER_MS, paced: float | None = None,
+            max_s: float = 1_800.0) -> tuple[QueryRun, Any]:
+        """One query on ``w``: the drain topics, or (``paced`` = speed-up) fresh topics
+        published in real time after the query started. Returns the run and its config."""
+        from connectors.io.serde import AvroSerde
+        from pipeline.spark.submit import job_config, prepare_topics
+
+        self.runs += 1
+        prefix = f"bpr{self.tag}p{self.runs}" if paced is not None else self.input_prefix(w)
+        name = f"{method.replace('-', '')}{self.runs}"
+        spec = _spec(w, prefix, f"{prefix}.out.{name}", groups, max_offsets, trigger_ms)
+        settings = self.settings.model_copy(update={"topic_prefix": prefix})
+        cfg = job_config(spec, settings, checkpoint=str(self.workdir / f"{self.tag}-{name}"))
+        prepare_topics(cfg, settings)
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        run = QueryRun(method)
+        begin = time.monotonic()
+        load0 = load_avg()
+        query = start_query(spark, method, cfg, AvroSerde.from_dir(self.settings.schemas_dir),
+                            w.slack_ms)
+        publisher = None
+        if paced is not None:
+            wait_started(query)
+            publisher = threading.Thread(target=_publish, args=(settings, prefix, w, paced),
+                                         daemon=True)
+            publisher.start()
+        try:
+            drive(query, run, expect_rows=len(w.records),
+                  flush_ms=IDLE_FLUSH_MS if method == HARVEST else None, max_s=max_s)
+        finally:
+            if publisher is not None:
+                publisher.join(timeout=600)
+        run.wall_s = round(time.monotonic() - begin, 1)
+        run.load = (load0, load_avg())
+        if method != FLOOR:  # the floor writes nothing
+            read_results(run, settings, cfg.output_topics[0],
+                         cfg.input_topics if paced is not None else None)
+        return run, cfg
+
+
+def head(w: Workload, share: int) -> Workload:
+    """The first 1/``share`` of ``w`` (a warm-up run; no oracle)."""
+    return Workload(f"{w.name}-warmup", w.source, w.records[:len(w.records) // share], w.join,
+                    w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset())
+
+
+def replication(w: Workload, groups: int) -> float:
+    """Routed rows / input rows of ``w`` over ``groups`` route keys (ATR copies)."""
+    import numpy as np
+
+    from pipeline.diffusion.routing import Router, RouterConfig
+
+    spec = _spec(w, "x", "x.out", groups, None, TRIGGER_MS)
+    index = {s: i for i, s in enumerate(STREAMS)}
+    rows, _ = Router(RouterConfig.from_spec(spec)).route_batch(
+        np.array([index[str(r["stream"])] for r in w.records]),
+        np.array([int(r["event_time"]) for r in w.records]),
+        np.array([r[w.join["attribute"]] for r in w.records]))
+    return round(len(rows) / len(w.records), 3)
