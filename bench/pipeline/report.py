@@ -4,10 +4,26 @@ measured reason for each one missed, the run's ``note``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from bench.kit.output import write_json
 from bench.kit.ratios import add_baseline_ratios
 from bench.pipeline.measure import RunMeasure
+from bench.pipeline.plot import plot
+from bench.pipeline.workload import (
+    EPSILON,
+    LATENCY_BOUND_TRIGGERS,
+    SETTLE_WINDOWS,
+    STATIC_WARMUP_MS,
+    SWEEP,
+    TAIL,
+    UTILIZATION,
+    WARMUP,
+    WINDOW_MS,
+    sensor_spec,
+)
+from pipeline.core.settings import Settings
 
 #: the drop baselines grubjoin is compared with (the unshed job is not one: it sheds
 #: nothing and falls behind)
@@ -18,7 +34,7 @@ def sweep_note(quick: bool, sweep: dict[float, tuple[str, ...]]) -> str:
     """What the run covered (the JSON ``note``); ``sweep``: methods per capacity multiple."""
     if quick:
         return ("quick sweep: one rate (2× capacity), five methods; the full sweep is "
-                "1.5×/2× (bench.pipeline.main.SWEEP)")
+                "1.5×/2× (bench.pipeline.workload.SWEEP)")
     parts = [f"{f:g}× capacity: {', '.join(m)}" for f, m in sweep.items()]
     return ("full sweep (the documented non-quick set, ~50 min of bench time): "
             + "; ".join(parts) + ". 240 s of input per run; capacity measured at the "
@@ -108,3 +124,103 @@ def _fmt(value: float | None) -> str:
 
 def _fmt2(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
+
+
+def publish(rows: list[RunMeasure], payload: dict[str, Any], results_dir: Path) -> int:
+    """Write ``pipeline.json`` + PNG, print the summary; exit code 1 if precision < 1."""
+    write_json("pipeline", payload, results_dir)
+    plot(rows, results_dir, float(payload["capacity"]["capacity_rate"]))
+    for line in payload["summary"]:
+        print(line)
+    return 0 if all(r.precision == 1.0 for r in rows) else 1
+
+
+def _peer_line(rows: list[RunMeasure]) -> list[str]:
+    """The equi peer check's summary line (``--quick`` runs only), or none."""
+    ours = next((r for r in rows if r.workload == "equi" and r.method == "ours"), None)
+    theirs = next((r for r in rows if r.method == "spark-builtin"), None)
+    if not (ours and theirs):
+        return []
+    return [f"equi peer: ours/spark-builtin output "
+            f"{_fmt2(_ratio(ours.output_rate, theirs.output_rate))}, recall "
+            f"{ours.recall:.3f}/{theirs.recall:.3f}, p50 latency "
+            f"{_fmt2(_ratio(ours.p50_ms, theirs.p50_ms))}, p99 latency "
+            f"{_fmt2(_ratio(ours.p99_ms, theirs.p99_ms))}"]
+
+
+def _sensor_line(r: RunMeasure, row: dict[str, Any], by: dict[tuple[str, str, float], RunMeasure],
+                 cap_rate: float, bound_ms: float) -> str:
+    """The summary line of grubjoin's run ``r`` (its JSON ``row``) at one rate."""
+    w, rate = r.workload, round(r.input_rate, 3)
+    off = by.get((w, "off", rate))
+    each = ", ".join(
+        f"{b} {_fmt2(v)}" + ("" if within_bound(by.get((w, b, rate)), bound_ms)
+                             else " (p99 over the bound)")
+        for b, v in row.get("ratio_vs", {}).items())
+    return (f"sensors at {rate:.0f}/s ({rate / cap_rate:.1f}× capacity): grubjoin output "
+            f"over the best baseline within p99 <= {bound_ms} ms "
+            f"({row.get('best_baseline')}) {_fmt2(row.get('ratio_vs_best_baseline'))}; over "
+            f"each: {each} (steady span); grubjoin p99 {_fmt(r.p99_ms)} ms; staleness trend "
+            f"grubjoin {_fmt(r.staleness_slope)} ms/s, off "
+            f"{_fmt(off.staleness_slope if off else None)} ms/s (per-result latency "
+            f"trend {_fmt(r.latency_slope)} / "
+            f"{_fmt(off.latency_slope if off else None)} ms/s)")
+
+
+def _judge(rows: list[RunMeasure], table: list[dict[str, Any]], cap_rate: float,
+           bound_ms: float) -> tuple[list[str], dict[str, Any], dict[str, str]]:
+    """The summary lines of the grubjoin runs, the targets (judged at 2× capacity; and
+    precision 1 everywhere) and the reason for each one missed."""
+    by = {(r.workload, r.method, round(r.input_rate, 3)): r for r in rows}
+    summary: list[str] = []
+    targets: dict[str, Any] = {}
+    why: dict[str, str] = {}
+    for (w, m, rate), r in sorted(by.items()):
+        if w != "sensors-nonaligned" or m != "grubjoin":
+            continue
+        row = next(x for x in table if x["workload"] == w and x["method"] == m
+                   and round(x["input_rate"], 3) == rate)
+        summary.append(_sensor_line(r, row, by, cap_rate, bound_ms))
+        if abs(rate / cap_rate - 2.0) < 0.05:
+            targets, why = judge_targets(r, row, by.get((w, "off", rate)),
+                                         by.get((w, "randomdrop", rate)), bound_ms)
+    targets["precision==1"] = all(r.precision == 1.0 for r in rows)
+    if not targets["precision==1"]:
+        why["precision==1"] = "; ".join(
+            f"{r.method} at {r.input_rate:.0f}/s: precision {r.precision:.4f}"
+            for r in rows if r.precision != 1.0)
+    if not any(k != "precision==1" for k in targets):
+        why["2x"] = "no grubjoin run at 2× capacity: the 2× targets were not judged"
+    return summary, targets, why
+
+
+def payload(rows: list[RunMeasure], cap: dict[str, Any], quick: bool, speedup: float,
+            duration_s: float, trigger_ms: int, settings: Settings) -> dict[str, Any]:
+    """The body of ``pipeline.json``: the settings, the rows with their ratios, the
+    summary, the targets and the reasons for those missed."""
+    bound_ms = LATENCY_BOUND_TRIGGERS * trigger_ms
+    table = compare_rows(rows, bound_ms)
+    lines, targets, why = _judge(rows, table, float(cap["capacity_rate"]), bound_ms)
+    return {
+        "quick": quick, "speedup": speedup, "duration_s": duration_s,
+        "trigger_ms": trigger_ms, "window_ms": WINDOW_MS, "epsilon": EPSILON,
+        "utilization": UTILIZATION,
+        "probe_cost": sensor_spec("grubjoin", settings).shedding.probe_cost,
+        "steady_span": {"warmup": WARMUP, "tail": TAIL, "settle_windows": SETTLE_WINDOWS},
+        "capacity": cap, "static_warmup_ms": STATIC_WARMUP_MS,
+        "latency_bound_ms": bound_ms,
+        "note": sweep_note(quick, SWEEP),
+        "rows": table, "summary": _peer_line(rows) + lines, "targets_met": targets,
+        "targets_missed_why": why,
+    }
+
+
+def progress_line(r: RunMeasure) -> str:
+    """What one finished run printed."""
+    return (f"    output {r.output_rate:.0f}/s  recall {r.recall:.3f}  precision "
+            f"{r.precision:.3f}  p50 {r.p50_ms}  p99 {r.p99_ms} ms  trend "
+            f"{r.latency_slope} ms/s  staleness trend {_fmt(r.staleness_slope)} ms/s"
+            f"  batches p50 {r.batch_ms_p50} max "
+            f"{r.batch_ms_max} ms  appended {_fmt(r.input_rate_appended)}/s  "
+            f"whole run: output {_fmt(r.output_rate_all)}/s recall "
+            f"{_fmt2(r.recall_all)}  ({r.stopped})")

@@ -131,7 +131,7 @@ def test_missed_targets_say_why() -> None:
 
 
 def test_the_full_sweep_compares_shedders_at_every_rate_and_says_so() -> None:
-    from bench.pipeline.main import METHODS, QUICK_SWEEP, SWEEP
+    from bench.pipeline.workload import METHODS, QUICK_SWEEP, SWEEP
     from bench.pipeline.report import BASELINES, sweep_note
 
     assert QUICK_SWEEP == {2.0: METHODS} and set(SWEEP[2.0]) == set(METHODS)
