@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: bench/results: where the ``python -m bench.<x>.<y>`` experiments write
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+
 
 def machine_info() -> dict[str, Any]:
     """What the numbers were measured on."""

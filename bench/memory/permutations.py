@@ -26,10 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.kit.output import save_figure, write_json
+from bench.kit.output import RESULTS_DIR, save_figure, write_json
 from bench.memory.runs import Workload, run_online, run_opt, step_workload
 
-RESULTS = Path(__file__).resolve().parent / "results"
 W = 400
 AFTER = 4800
 FIRST_SEED = 11
@@ -111,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=12)
     p.add_argument("--zipfs", default="1,1.25,1.5")
     args = p.parse_args(argv)
-    out = run(args.seeds, [float(z) for z in args.zipfs.split(",")], RESULTS)
+    out = run(args.seeds, [float(z) for z in args.zipfs.split(",")], RESULTS_DIR)
     print(json.dumps(out["summary"], indent=1))
     return 0
 

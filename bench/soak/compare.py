@@ -20,10 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.kit.output import write_json
+from bench.kit.output import RESULTS_DIR, write_json
 from pipeline.core.settings import Settings
 
-RESULTS = Path(__file__).resolve().parent / "results"
 FIRST_MINUTE = 2
 
 
@@ -42,16 +41,15 @@ def summarize(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 def run(minutes: float, methods: Sequence[str], results_dir: Path,
         settings: Settings) -> dict[str, Any]:
     """Calibrate once, soak each method for ``minutes``; write and return the comparison."""
-    from bench import soak
-    from bench.pipeline.main import SENSOR_DISORDER, sensor_spec
-    from pipeline.app.demo import DemoConfig, calibrate
+    from bench.pipeline.workload import measure_capacity
+    from bench.soak.main import run as soak
+    from bench.soak.plan import SEED
 
-    cap = calibrate(DemoConfig(speedup=1.0, disorder=SENSOR_DISORDER, seed=soak.SEED),
-                    sensor_spec("off", settings))
+    cap = measure_capacity(settings, 1.0, SEED)
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for m in methods:
-            soak.run(True, Path(tmp), settings, minutes, method=m, capacity=cap,
+            soak(True, Path(tmp), settings, minutes, method=m, capacity=cap,
                      name=f"cmp_{m}")
             runs[m] = json.loads((Path(tmp) / f"cmp_{m}.json").read_text())
     payload = {"minutes": minutes, "methods": list(methods), **summarize(runs),
@@ -65,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=4.0)
     p.add_argument("--methods", default="grubjoin,taildrop")
     args = p.parse_args(argv)
-    out = run(args.minutes, args.methods.split(","), RESULTS, Settings())
+    out = run(args.minutes, args.methods.split(","), RESULTS_DIR, Settings())
     print(json.dumps({k: out[k] for k in ("output_rate_from_minute_2", "over_taildrop")}))
     return 0
 
