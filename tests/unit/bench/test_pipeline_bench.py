@@ -131,8 +131,8 @@ def test_missed_targets_say_why() -> None:
 
 
 def test_the_full_sweep_compares_shedders_at_every_rate_and_says_so() -> None:
-    from bench.pipeline.workload import METHODS, QUICK_SWEEP, SWEEP
     from bench.pipeline.report import BASELINES, sweep_note
+    from bench.pipeline.workload import METHODS, QUICK_SWEEP, SWEEP
 
     assert QUICK_SWEEP == {2.0: METHODS} and set(SWEEP[2.0]) == set(METHODS)
     for methods in SWEEP.values():
