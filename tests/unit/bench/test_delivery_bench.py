@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
-from bench.delivery import main as delivery
-from bench.delivery.main import Run, _latencies, _payload, _plot
+from bench.delivery import readback as delivery
+from bench.delivery.measures import Run
+from bench.delivery.readback import latencies as _latencies
+from bench.delivery.report import payload as _payload
+from bench.delivery.report import plot as _plot
 from connectors.io.consumer import Consumed
 from pipeline.core.settings import Settings
 
