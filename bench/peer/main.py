@@ -1,346 +1,56 @@
-"""`harvest bench peer [--quick]`: harvest's join against Spark's built-in stream-stream
-joins, on the same topics, spec and ``local[2]`` session.
-
-Workloads (3 streams, exponential delays, K = the largest delay, shedding off, so both
-methods must give the exact answer):
-
-* ``equi`` — 10,000 uniform keys, 1 s windows, 60,000 tuples per stream (1,000/s for
-  60 s of stream time); harvest: hash routing over 2 route keys;
-* ``band`` — the sensor streams, ``|a_i − a_j| ≤ ε`` (ε = 0.1), 10 s windows, 24,000
-  tuples per stream (100/s for 240 s); harvest: ATR over 2 route keys with segments of a
-  quarter of the stream; the built-in join equi-joins on ``⌊a/ε⌋`` with every later
-  stream exploded to the neighbouring buckets, then filters the exact band
-  (:mod:`pipeline.spark.builtin_join`).
-
-Parts (``--only`` runs some of them and merges them into the existing ``peer.json``):
-
-* ``drain`` — the input is published before the query starts; the query drains it from
-  the earliest offsets in micro-batches of a quarter of the backlog. Throughput = input
-  records (each counted once) / busy time (the micro-batches that read input or wrote
-  results: :mod:`bench.peer.runs`). The methods alternate (A B, then B A), after a
-  warm-up run of each (the first query of a Spark session pays the JVM's warm-up); the
-  best run of each is kept. Each row says whether its de-duplicated result set equals
-  the other method's (``results_equal``) and the oracle's.
-* ``floor`` — the read-and-decode floor (:mod:`pipeline.spark.floor`): the same backlog
-  read through Spark's Kafka source, decoded and validated as both joins do, the rows
-  discarded; ``floor.max_ratio`` = its rows/s over the built-in join's (from ``drain``),
-  the most any join that reads this way can reach against the built-in one.
-* ``overhead`` — near-empty micro-batches: 2 tuples/s per stream of the equi workload,
-  published in real time with a 1 s trigger; ``batch_overhead_ms`` is the median
-  duration of the batches with input (the first three left out), with Spark's
-  ``durationMs`` breakdown; alternated, best of the repeats.
-* ``streaming`` — per workload, the drain input replayed in real time at the built-in
-  join's measured capacity (1×): p50/p99 result latency of both methods over the steady
-  span (20–90 % of the completions).
-* ``scaling`` — the band backlog drained by harvest with 1 and 2 route keys on
-  ``local[2]`` (one shuffle partition per route key), alternated, best of the repeats;
-  ``replication`` = routed rows / input rows (ATR copies); the UI's REST API gives the
-  keyed stage's task times, and ``overlap`` how long both instances ran at once.
-* ``cluster`` — the same with 2 and 4 route keys on a standalone cluster of two workers
-  with one core each (started and stopped by the bench; not in ``--quick``).
-
-Writes ``bench/results/peer.json`` and ``peer.png``. ``parts`` says when each part last
-ran and whether at the ``--quick`` sizes (``workloads`` holds both sizes' setups;
-``quick`` is true when every part was quick); ``scaling_cluster`` says why there are no
-cluster rows, if there are none.
-"""
+"""The run of `harvest bench peer` (the package docstring says what each part measures):
+the parts asked for, merged into the existing ``peer.json``, then targets, summary, PNG."""
 
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.kit.broker import kafka_up
 from bench.kit.output import write_json
+from bench.kit.spark import spark_session
+from bench.peer.parts import (
+    PEER_STATE_MEMORY_MB,
+    cluster_part,
+    drain_part,
+    floor_part,
+    overhead_part,
+    peer_session,
+    scaling_part,
+    streaming_part,
+)
 from bench.peer.plot import plot
 from bench.peer.report import summary, targets
-from bench.peer.runs import (
-    BUILTIN,
-    BUILTIN_STATE_STORE,
-    FLOOR,
-    HARVEST,
-    METHODS,
-    QueryRun,
-    keyed_stage_tasks,
-    load_avg,
-    overlap,
-    steady_latency,
-)
-from bench.peer.setup import (
-    DISORDER,
-    GROUPS,
-    STREAMS,
-    TRIGGER_MS,
-    Bench,
-    Workload,
-    head,
-    replication,
-    workloads,
-)
+from bench.peer.runs import BUILTIN, BUILTIN_STATE_STORE, HARVEST, load_avg
+from bench.peer.setup import DISORDER, GROUPS, TRIGGER_MS, Bench, Workload, workloads
 from pipeline.core.errors import ConfigError
-from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
-__all__ = ["run"]
-
-log = get_logger(__name__)
 PARTS = ("drain", "floor", "overhead", "streaming", "scaling", "cluster")
-#: near-empty micro-batches: tuples/s per stream, seconds, batches left out at the start
-OVERHEAD_RATE, OVERHEAD_TRIGGER_MS, OVERHEAD_SKIP = 2.0, 1_000, 3
-#: RocksDB memory of the bench's sessions (harvest's default is 64 MB): generous, so no
-#: state store is squeezed (at 64 MB the built-in join on RocksDB drained at half speed)
-PEER_STATE_MEMORY_MB = 2048
 #: ``scaling_cluster`` when no cluster rows were measured
 CLUSTER_SKIPPED = ("the cluster part did not run: --quick leaves it out, and --only runs "
                    "it only when named (it starts and stops its own standalone cluster of "
                    "two one-core workers)")
 
-def _row(w: Workload, run: QueryRun, other: set[str] | None) -> dict[str, Any]:
-    busy = run.busy_s
-    return {"workload": w.name, "method": run.method, "input_rows": run.input_rows,
-            "busy_s": round(busy, 2),
-            "rows_per_s": round(run.input_rows / busy, 1) if busy > 0 else None,
-            "results": len(run.ids),
-            "results_equal": None if other is None else run.ids == other,
-            "equals_oracle": run.ids == w.truth, "duplicates": run.records - len(run.ids),
-            "batches": len(run.busy), "wall_s": run.wall_s, "stopped": run.stopped,
-            "load_avg": list(run.load)}
 
-
-def _best(runs: list[QueryRun]) -> QueryRun:
-    return max(runs, key=lambda r: r.input_rows / r.busy_s if r.busy_s > 0 else 0.0)
-
-
-def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
-               ) -> dict[str, Any]:
-    """Both methods on each workload's backlog, alternated, best of ``reps``."""
-    warm = head(ws["equi"], 10)
-    for method in METHODS:  # JVM, Python workers, planning caches
-        print(f"[bench peer] warm-up {method}", flush=True)
-        bench.run(spark, warm, method, max_offsets=len(warm.records) // 2)
-    rows: list[dict[str, Any]] = []
-    for w in ws.values():
-        runs: dict[str, list[QueryRun]] = {m: [] for m in METHODS}
-        for rep in range(reps):
-            for method in METHODS if rep % 2 == 0 else METHODS[::-1]:
-                run, _ = bench.run(spark, w, method, max_offsets=len(w.records) // 4)
-                runs[method].append(run)
-                print(f"[bench peer] drain {w.name} {method}: {run.input_rows} rows in "
-                      f"{run.busy_s:.1f} s busy, {len(run.ids)} results (oracle "
-                      f"{len(w.truth)}), load {run.load}", flush=True)
-        best = {m: _best(r) for m, r in runs.items()}
-        for m in METHODS:
-            other = best[BUILTIN if m == HARVEST else HARVEST].ids
-            row = _row(w, best[m], other)
-            row["runs_rows_per_s"] = [round(r.input_rows / r.busy_s, 1) if r.busy_s else None
-                                      for r in runs[m]]
-            rows.append(row)
-    ratio = {}
-    for name in ws:
-        h, b = (next(r for r in rows if r["workload"] == name and r["method"] == m)
-                for m in METHODS)
-        ratio[name] = (round(h["rows_per_s"] / b["rows_per_s"], 3)
-                    if h["rows_per_s"] and b["rows_per_s"] else None)
-    return {"rows": rows, "ratio": ratio}
-
-
-def floor_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
-               drain: dict[str, Any]) -> dict[str, Any]:
-    """The read-and-decode floor (:mod:`pipeline.spark.floor`) on each drain backlog, best
-    of ``reps``, and what it leaves for any join: floor rows/s ÷ the built-in join's
-    (``max_ratio``, from the drain part's rows) is the most a join that reads through
-    Spark's Kafka source and this decode could reach against it."""
-    warm = head(ws["equi"], 10)
-    bench.run(spark, warm, FLOOR, max_offsets=len(warm.records) // 2)
-    rows = []
-    for w in ws.values():
-        runs = []
-        for _ in range(reps):
-            run, _cfg = bench.run(spark, w, FLOOR, max_offsets=len(w.records) // 4)
-            runs.append(run)
-            print(f"[bench peer] floor {w.name}: {run.input_rows} rows in {run.busy_s:.1f} s "
-                  f"busy, load {run.load}", flush=True)
-        best = _best(runs)
-        rows.append({"workload": w.name, "method": FLOOR, "input_rows": best.input_rows,
-                     "busy_s": round(best.busy_s, 2),
-                     "rows_per_s": (round(best.input_rows / best.busy_s, 1)
-                                    if best.busy_s > 0 else None),
-                     "batches": len(best.busy), "stopped": best.stopped,
-                     "load_avg": list(best.load),
-                     "runs_rows_per_s": [round(r.input_rows / r.busy_s, 1) if r.busy_s else None
-                                         for r in runs]})
-    peers = {r["workload"]: r["rows_per_s"] for r in drain.get("rows", [])
-             if r["method"] == BUILTIN}
-    max_ratio = {r["workload"]: (round(r["rows_per_s"] / peers[r["workload"]], 3)
-                                 if r["rows_per_s"] and peers.get(r["workload"]) else None)
-                 for r in rows}
-    return {"floor": {"rows": rows, "max_ratio": max_ratio,
-                      "what": "Kafka read + Avro decode + validation of the same backlog, "
-                              "rows discarded (noop sink); max_ratio = its rows/s over the "
-                              "built-in join's: no join reading this way can exceed it"}}
-
-
-def _overhead_workload(ws: dict[str, Workload], seconds: float) -> Workload:
-    from connectors.workloads import WorkloadSpec, generate, parse_model
-    from connectors.workloads.params import EquiParams
-
-    base = ws["equi"]
-    records = generate(WorkloadSpec(
-        "equi", streams=len(STREAMS), rates=(OVERHEAD_RATE,), duration_s=seconds,
-        disorder=(parse_model(DISORDER),), seed=23,
-        params=EquiParams(domain=10_000, initial_skew=0.0, skew_min=0.0, skew_max=0.0,
-                          gap_min_s=1e9, gap_max_s=1e9)))
-    slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
-    return Workload("overhead", "equi", records, base.join, "hash", base.segment_ms,
-                    OVERHEAD_RATE, slack, frozenset())
-
-
-def overhead_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
-                  seconds: float) -> dict[str, Any]:
-    """Median duration of near-empty micro-batches per method, best of ``reps``."""
-    w = _overhead_workload(ws, seconds)
-    detail: dict[str, list[dict[str, Any]]] = {m: [] for m in METHODS}
-    for rep in range(reps):
-        for method in METHODS if rep % 2 == 0 else METHODS[::-1]:
-            run, _ = bench.run(spark, w, method, paced=1.0,
-                               trigger_ms=OVERHEAD_TRIGGER_MS, max_s=seconds + 300)
-            fed = [b for b in run.batches if b.input_rows > 0][OVERHEAD_SKIP:]
-            if not fed:
-                continue
-            phases = sorted({k for b in fed for k in b.phases})
-            detail[method].append({
-                "batch_ms_p50": statistics.median(b.ms for b in fed),
-                "rows_per_batch_p50": statistics.median(b.input_rows for b in fed),
-                "batches": len(fed),
-                "phases_ms_p50": {k: statistics.median(b.phases.get(k, 0.0) for b in fed)
-                                  for k in phases},
-                "load_avg": list(run.load)})
-            print(f"[bench peer] overhead {method}: median batch "
-                  f"{detail[method][-1]['batch_ms_p50']:.0f} ms over {len(fed)} batches, "
-                  f"load {run.load}", flush=True)
-    best = {m: min(d, key=lambda x: x["batch_ms_p50"]) for m, d in detail.items() if d}
-    return {"batch_overhead_ms": {m: best[m]["batch_ms_p50"] for m in best},
-            "overhead": {"rate_per_stream": OVERHEAD_RATE, "trigger_ms": OVERHEAD_TRIGGER_MS,
-                         "seconds": seconds, "skip_batches": OVERHEAD_SKIP, "best": best,
-                         "runs": detail}}
-
-
-def streaming_part(spark: Any, bench: Bench, ws: dict[str, Workload],
-                   drain: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each workload replayed in real time at the built-in join's capacity."""
-    out = []
-    for w in ws.values():
-        cap = next((r["rows_per_s"] for r in drain["rows"]
-                    if r["workload"] == w.name and r["method"] == BUILTIN), None)
-        if not cap:
-            continue
-        speedup = cap / (w.rate * len(STREAMS))
-        row: dict[str, Any] = {"workload": w.name, "offered_rows_per_s": round(cap, 1),
-                               "speedup": round(speedup, 3), "by_method": {}}
-        ids: dict[str, set[str]] = {}
-        for method in METHODS:
-            run, _ = bench.run(spark, w, method, paced=speedup,
-                               max_s=len(w.records) / cap + 600)
-            p50, p99, n = steady_latency(run.latencies)
-            ids[method] = run.ids
-            row["by_method"][method] = {
-                "p50_ms": p50, "p99_ms": p99, "latencies": n, "results": len(run.ids),
-                "equals_oracle": run.ids == w.truth, "batches": len(run.busy),
-                "batch_ms_p50": statistics.median(b.ms for b in run.busy) if run.busy else None,
-                "wall_s": run.wall_s, "stopped": run.stopped, "load_avg": list(run.load)}
-            print(f"[bench peer] streaming {w.name} {method} at {cap:.0f} rows/s: p50 {p50} "
-                  f"p99 {p99} ms, load {run.load}", flush=True)
-        row["results_equal"] = ids[HARVEST] == ids[BUILTIN]
-        row["p50_ms"] = row["by_method"][HARVEST]["p50_ms"]
-        row["p99_ms"] = row["by_method"][HARVEST]["p99_ms"]
-        out.append(row)
-    return out
-
-
-def scaling_part(spark: Any, bench: Bench, w: Workload, groups: tuple[int, ...], reps: int,
-                 master: str) -> list[dict[str, Any]]:
-    """The backlog of ``w`` drained by harvest over each number of route keys (one
-    shuffle partition each), alternated, best of ``reps``, with the task overlap."""
-    runs: dict[int, list[tuple[QueryRun, dict[str, Any]]]] = {g: [] for g in groups}
-    warm = head(w, 10)  # a new session: JVM, Python workers, planning caches
-    for g in groups:
-        print(f"[bench peer] warm-up {master} G={g}", flush=True)
-        bench.run(spark, warm, HARVEST, groups=g, partitions=g,
-                  max_offsets=len(warm.records) // 2)
-    for rep in range(reps):
-        for g in groups if rep % 2 == 0 else groups[::-1]:
-            since = time.time() * 1000.0
-            run, _ = bench.run(spark, w, HARVEST, groups=g, partitions=g,
-                               max_offsets=len(w.records) // 2)
-            tasks = overlap(keyed_stage_tasks(spark, since, g))
-            runs[g].append((run, tasks))
-            print(f"[bench peer] scaling {master} G={g}: {run.input_rows / run.busy_s:.0f} "
-                  f"rows/s, overlap {tasks['overlap_share']}, load {run.load}", flush=True)
-    out = []
-    for g in groups:
-        run, tasks = max(runs[g], key=lambda x: x[0].input_rows / max(x[0].busy_s, 1e-9))
-        out.append({"workload": w.name, "groups": g, "master": master,
-                    "busy_s": round(run.busy_s, 2),
-                    "rows_per_s": round(run.input_rows / run.busy_s, 1),
-                    "replication": replication(w, g), "input_rows": run.input_rows,
-                    "results": len(run.ids), "equals_oracle": run.ids == w.truth,
-                    "overlap": tasks, "batches": len(run.busy), "load_avg": list(run.load),
-                    "runs_rows_per_s": [round(r.input_rows / r.busy_s, 1)
-                                        for r, _ in runs[g]]})
-    return out
-
-
-def _session(settings: Settings, master: str, ui: bool) -> Any:
-    from pipeline.spark.session import SessionConfig, build_session, connector_jars
-
-    return build_session(SessionConfig(master=master, app_name="harvest-bench-peer",
-                                       jars=connector_jars(settings),
-                                       shuffle_partitions=GROUPS, ui=ui,
-                                       state_memory_mb=PEER_STATE_MEMORY_MB))
-
-
-def cluster_part(bench: Bench, w: Workload, reps: int) -> list[dict[str, Any]]:
-    """Scaling on a standalone cluster of two one-core workers (2 and 4 route keys)."""
-    from pipeline.spark.cluster import ClusterConfig, StandaloneCluster
-
-    cluster = StandaloneCluster(ClusterConfig(
-        state_dir=bench.workdir / "spark", master_port=7177, webui_port=8180,
-        worker_webui_port=8181, worker_cores=1, worker_memory="1536m", workers=2,
-        java_home=bench.settings.java_home))
-    status = cluster.up()
-    try:
-        spark = _session(bench.settings, str(status.master_url), ui=True)
-        try:
-            return scaling_part(spark, bench, w, (2, 4), reps,
-                                f"standalone, {status.workers_alive} workers × 1 core")
-        finally:
-            spark.stop()
-    finally:
-        cluster.down()
-
-
-def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
-    """Benchmark entry point (see the module docstring)."""
-    from connectors.launch.broker import LocalKafka
-    from connectors.launch.broker_config import BrokerConfig
-
+def _parts(only: str | None, quick: bool) -> tuple[str, ...]:
+    """The parts to run (``--only``, else all; ``--quick`` leaves ``cluster`` out)."""
     parts = PARTS if only is None else tuple(p.strip() for p in only.split(",") if p.strip())
     bad = [p for p in parts if p not in PARTS]
     if bad:
         raise ConfigError(f"--only: bench peer parts are {','.join(PARTS)}, got {bad}")
     if quick and only is None:
         parts = tuple(p for p in parts if p != "cluster")
-    status = LocalKafka(BrokerConfig.from_settings(settings)).up()
-    settings = settings.model_copy(update={"bootstrap_servers": status.bootstrap})
-    path = results_dir / "peer.json"
-    old = json.loads(path.read_text()) if only is not None and path.exists() else {}
-    reps = 1 if quick else 2
-    ws = workloads(quick)
-    bench = Bench(settings, quick)
+    return parts
+
+
+def _start_payload(old: dict[str, Any], quick: bool, ws: dict[str, Workload]
+                   ) -> dict[str, Any]:
+    """The existing JSON's keys, with this run's setup: the sizes each part ran at (the
+    quick and the full workloads), the state stores, the load."""
     payload: dict[str, Any] = {k: v for k, v in old.items() if k not in ("benchmark", "machine")}
-    # the sizes each part ran at (parts, below): the quick and the full workloads
     sizes = {**payload.get("workloads", {}), "quick" if quick else "full": {
         w.name: {"tuples_per_stream": w.per_stream, "rate": w.rate, "join": w.join,
                  "routing": w.routing, "segment_ms": w.segment_ms, "slack_ms": w.slack_ms,
@@ -349,42 +59,68 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
                    trigger_ms=TRIGGER_MS, disorder=DISORDER,
                    state_stores={HARVEST: f"RocksDB, {PEER_STATE_MEMORY_MB} MB shared",
                                  BUILTIN: BUILTIN_STATE_STORE.rsplit(".", 1)[1]})
-    if {"drain", "floor", "overhead", "streaming"} & set(parts):
-        spark = _session(settings, "local[2]", ui=False)
-        try:
-            if "drain" in parts:
-                payload.update(drain_part(spark, bench, ws, reps))
-            if "floor" in parts:
-                payload.update(floor_part(spark, bench, ws, reps, payload))
-            if "overhead" in parts:
-                payload.update(overhead_part(spark, bench, ws, reps, 20.0 if quick else 45.0))
-            if "streaming" in parts and payload.get("rows"):
-                payload["streaming"] = streaming_part(spark, bench, ws, payload)
-        finally:
-            spark.stop()
+    return payload
+
+
+def _local_parts(parts: tuple[str, ...], bench: Bench, ws: dict[str, Workload], reps: int,
+                 payload: dict[str, Any]) -> None:
+    """drain, floor, overhead, streaming: one ``local[2]`` session without UI."""
+    if not {"drain", "floor", "overhead", "streaming"} & set(parts):
+        return
+    with spark_session(peer_session(bench.settings, "local[2]", False)) as spark:
+        if "drain" in parts:
+            payload.update(drain_part(spark, bench, ws, reps))
+        if "floor" in parts:
+            payload.update(floor_part(spark, bench, ws, reps, payload))
+        if "overhead" in parts:
+            payload.update(overhead_part(spark, bench, ws, reps, 20.0 if bench.quick else 45.0))
+        if "streaming" in parts and payload.get("rows"):
+            payload["streaming"] = streaming_part(spark, bench, ws, payload)
+
+
+def _scaling_parts(parts: tuple[str, ...], bench: Bench, w: Workload, reps: int,
+                   payload: dict[str, Any]) -> None:
+    """scaling (``local[2]`` with UI) and cluster, replacing their old rows."""
     scaling = [r for r in payload.get("scaling", [])
                if not (("scaling" in parts and r["master"] == "local[2]")
                        or ("cluster" in parts and r["master"] != "local[2]"))]
     if "scaling" in parts:
-        spark = _session(settings, "local[2]", ui=True)
-        try:
-            scaling = scaling_part(spark, bench, ws["band"], (1, 2), reps, "local[2]") + scaling
-        finally:
-            spark.stop()
+        with spark_session(peer_session(bench.settings, "local[2]", True)) as spark:
+            scaling = scaling_part(spark, bench, w, (1, 2), reps, "local[2]") + scaling
     if "cluster" in parts:
-        scaling += cluster_part(bench, ws["band"], reps)
+        scaling += cluster_part(bench, w, reps)
     payload["scaling"] = scaling
+
+
+def _finish(payload: dict[str, Any], parts: tuple[str, ...], quick: bool) -> None:
+    """When each part ran, why there are no cluster rows (if none), the load at the end,
+    the targets and the summary."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     payload["parts"] = {**payload.get("parts", {}),
                         **{p: {"quick": quick, "at": stamp} for p in parts}}
     payload["quick"] = all(v["quick"] for v in payload["parts"].values())
-    if not any(r["master"] != "local[2]" for r in scaling):
+    if not any(r["master"] != "local[2]" for r in payload["scaling"]):
         payload["scaling_cluster"] = {"run": False, "why": CLUSTER_SKIPPED}
     else:
         payload.pop("scaling_cluster", None)
     payload["load_avg_end"] = load_avg()
     payload["targets_met"] = targets(payload)
     payload["summary"] = summary(payload)
+
+
+def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
+    """Benchmark entry point (see the package docstring)."""
+    parts = _parts(only, quick)
+    settings = kafka_up(settings)
+    path = results_dir / "peer.json"
+    old = json.loads(path.read_text()) if only is not None and path.exists() else {}
+    reps = 1 if quick else 2
+    ws = workloads(quick)
+    bench = Bench(settings, quick)
+    payload = _start_payload(old, quick, ws)
+    _local_parts(parts, bench, ws, reps, payload)
+    _scaling_parts(parts, bench, ws["band"], reps, payload)
+    _finish(payload, parts, quick)
     write_json("peer", payload, results_dir)
     plot(payload, results_dir)
     for line in payload["summary"]:

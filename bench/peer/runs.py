@@ -119,13 +119,6 @@ def _batch(p: Any) -> Batch:
                  _start_ms(p.timestamp))
 
 
-def wait_started(query: Any, timeout_s: float = 300.0) -> None:
-    """Until the first micro-batch (planning, Python workers) is done."""
-    deadline = time.monotonic() + timeout_s
-    while not query.recentProgress and query.isActive and time.monotonic() < deadline:
-        time.sleep(0.3)
-
-
 def drive(query: Any, run: QueryRun, *, expect_rows: int, flush_ms: int | None,
           max_s: float, quiet_s: float = 1.5) -> None:
     """Collect progress until ``expect_rows`` input rows were read and the query is quiet

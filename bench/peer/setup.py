@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from bench.kit.progress import wait_first_progress
 from bench.peer.runs import (
     FLOOR,
     HARVEST,
@@ -18,7 +19,6 @@ from bench.peer.runs import (
     load_avg,
     read_results,
     start_query,
-    wait_started,
 )
 from pipeline.core.settings import Settings
 
@@ -159,7 +159,7 @@ class Bench:
                             w.slack_ms)
         publisher = None
         if paced is not None:
-            wait_started(query)
+            wait_first_progress(query, poll_s=0.3)
             publisher = threading.Thread(target=_publish, args=(settings, prefix, w, paced),
                                          daemon=True)
             publisher.start()
