@@ -1,6 +1,6 @@
 """`harvest bench state --only spark`: the blob vs incremental comparison in a real Spark run.
 
-The same workload as the processor part (``bench/state.py``: the demo's join, 1,200
+The same workload as the processor part (:mod:`bench.state.processor`: the demo's join, 1,200
 tuples/s per stream, drifting values, exponential delays), at one window size, written as
 one Parquet file per micro-batch (``trigger_ms`` of arrivals each) and read with
 ``maxFilesPerTrigger = 1`` by the real query stage: ``groupBy(route_key)
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from rich.progress import Progress
 
-from bench.state.main import DESIGNS, RATE, _streams, bench_spec
+from bench.state.workload import DESIGNS, RATE, bench_spec, generate_streams
 from pipeline.core.logging import get_logger
 from pipeline.spark.instance import InstanceConfig
 from pipeline.spark.instance_rows import OUTPUT_DDL
@@ -123,7 +123,7 @@ def run_spark(quick: bool, work_dir: Path, progress: Progress) -> dict[str, Any]
     fill = -(-window_s * 1000 // trigger_ms)  # batches until the window is full
     total = fill + measured
     shutil.rmtree(work_dir, ignore_errors=True)
-    streams = _streams(total * trigger_ms / 1000 + 3, seed=window_s)
+    streams = generate_streams(total * trigger_ms / 1000 + 3, seed=window_s)
     rows_per_batch = write_batches(streams, work_dir / "input", trigger_ms, total)
     cfg = InstanceConfig.from_spec(bench_spec(window_s), ("value",))
     spark = build_session(SessionConfig(master="local[2]", app_name="harvest-bench-state",

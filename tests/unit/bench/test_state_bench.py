@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from bench.state.handle import CountingHandle
-from bench.state.main import _parts, growth, summarize, targets
+from bench.state.main import _parts
+from bench.state.report import growth, summarize, targets
 from bench.state.spark import checkpoint_bytes
 from pipeline.core.errors import ConfigError
 
