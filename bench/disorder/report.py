@@ -1,5 +1,5 @@
 """Targets, plot and console table of `harvest bench disorder` (the definitions are in
-:mod:`bench.disorder.main`'s docstring)."""
+:mod:`bench.disorder`'s docstring)."""
 
 from __future__ import annotations
 

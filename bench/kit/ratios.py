@@ -1,5 +1,5 @@
 """The output of a shedding method over the baselines measured at the same point (the
-ratios GrubJoin's evaluation reports: Gedik et al., ICDE 2007, §VI)."""
+ratios GrubJoin's evaluation reports: Gedik et al., GrubJoin (TKDE), §VI)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ behind is stopped ``grace_s`` after its input ends (``stopped`` says so); its re
 only counts what it emitted by then. Writes ``bench/results/pipeline.json`` and
 ``pipeline.png``.
 
-Follows GrubJoin's evaluation (Gedik et al., ICDE 2007, §VI: output rate of the
+Follows GrubJoin's evaluation (Gedik et al., GrubJoin, TKDE, §VI: output rate of the
 shedders against random drop at overload, Fig. 11) on the whole Kafka + Spark pipeline.
 Modules: :mod:`~bench.pipeline.workload` (spec, sweep, cases), :mod:`~bench.pipeline.runs`
 (one run), :mod:`~bench.pipeline.measure` (its measures), :mod:`~bench.pipeline.report`

@@ -33,7 +33,7 @@ minute, ``output_drift`` the mean output rate of the last 5 minutes against minu
 Writes ``bench/results/soak.json`` and ``soak.png``.
 
 Not a paper's figure: a stability check (bounded state and memory, steady output) of the
-GrubJoin-shed job (Gedik et al., ICDE 2007) under sustained overload. Modules:
+GrubJoin-shed job (Gedik et al., GrubJoin, TKDE) under sustained overload. Modules:
 :mod:`~bench.soak.sampling` (the watch loop's samples), :mod:`~bench.soak.memory` (RSS,
 NMT), :mod:`~bench.soak.rows` (per-minute rows, growth, targets), :mod:`~bench.soak.report`
 (JSON, PNG), :mod:`~bench.soak.main` (the run), :mod:`~bench.soak.compare` (GrubJoin vs

@@ -1,5 +1,5 @@
 """Per-minute rows of `harvest bench soak` from its samples, and the growth, drift and
-targets computed from them (the definitions are in :mod:`bench.soak.main`'s docstring)."""
+targets computed from them (the definitions are in :mod:`bench.soak`'s docstring)."""
 
 from __future__ import annotations
 
