@@ -31,6 +31,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -70,72 +71,107 @@ WEATHER_W = 5000
 WorkloadKey = tuple[Any, ...]
 
 
-def plan(quick: bool) -> list[tuple[str, WorkloadKey, list[tuple[str, int, str]]]]:
-    """(experiment, workload key without its seed, [(method, M, allocation)]) — EXACT is
-    added per key; each runs on the experiment's input seeds (:func:`seeds`)."""
-    w = 100 if quick else 400
-    after = 300 if quick else 1000
-    fractions = (0.25, 1.0) if quick else FRACTIONS
-    skews = (0.0, 1.0, 2.0) if quick else SKEWS
-    out: list[tuple[str, WorkloadKey, list[tuple[str, int, str]]]] = []
+Experiment = tuple[str, WorkloadKey, list[tuple[str, int, str]]]
 
-    def key(name: str, w_: int, zipfs: tuple[float, ...], corr: bool = True,
-            pred: str = "equi", eps: float = 0.0, after_: int = after,
+
+@dataclass(frozen=True)
+class _Sizes:
+    """The plan's sizes: window ``w`` (tuples), counted steps ``after``, memory fractions,
+    Zipf skews (smaller with ``quick``)."""
+
+    quick: bool
+    w: int
+    after: int
+    fractions: tuple[float, ...]
+    skews: tuple[float, ...]
+
+    def key(self, name: str, w_: int, zipfs: tuple[float, ...], corr: bool = True,
+            pred: str = "equi", eps: float = 0.0, after_: int | None = None,
             domain: int = DOMAIN) -> WorkloadKey:
-        return ("step", name, w_, zipfs, corr, pred, eps, after_, domain)
+        """A step workload's key (without its seed)."""
+        return ("step", name, w_, zipfs, corr, pred, eps,
+                self.after if after_ is None else after_, domain)
 
-    def sweep(methods: tuple[str, ...], w_: int) -> list[tuple[str, int, str]]:
-        return [(meth, max(2, round(f * w_)), "fixed") for f in fractions for meth in methods]
+    def sweep(self, methods: tuple[str, ...], w_: int) -> list[tuple[str, int, str]]:
+        """Every method at every memory fraction of ``w_``."""
+        return [(meth, max(2, round(f * w_)), "fixed") for f in self.fractions
+                for meth in methods]
 
+
+def _paper_figures(s: _Sizes) -> list[Experiment]:
+    """Das et al.'s Figs. 7–11 (and 10–11 at the paper's input length)."""
+    w = s.w
     fig78 = ("OPT", "PROB", "LIFE", "RAND", "LAGPROB")
-    out.append(("fig7", key("fig7", w, (1.0, 0.0)), sweep(fig78, w)))
-    w8 = 200 if quick else 800
-    out.append(("fig8", key("fig8", w8, (1.0, 0.0)), sweep(fig78, w8)))
-    out.append(("fig9", key("fig9", w, (0.0, 0.0)), sweep(("OPT", "PROB", "LIFE", "RAND"), w)))
+    out: list[Experiment] = [("fig7", s.key("fig7", w, (1.0, 0.0)), s.sweep(fig78, w))]
+    w8 = 200 if s.quick else 800
+    out.append(("fig8", s.key("fig8", w8, (1.0, 0.0)), s.sweep(fig78, w8)))
+    out.append(("fig9", s.key("fig9", w, (0.0, 0.0)),
+                s.sweep(("OPT", "PROB", "LIFE", "RAND"), w)))
     at_w = [(meth, w, "fixed") for meth in ("OPT", "PROB", "RAND", "PROB-KNOWN")]
     for fig, corr in (("fig10", False), ("fig11", True)):
-        for z in skews:
-            out.append((fig, key(fig, w, (z, z), corr), at_w))
+        for z in s.skews:
+            out.append((fig, s.key(fig, w, (z, z), corr), at_w))
     # Figs. 10–11 at the paper's input length (5,600 steps: 2w warm-up + 4,800 counted),
     # Zipf ≥ 1 only (the target's range): OPT may prepare its memory during the
     # uncounted warm-up, an edge that 1,000 counted steps do not amortise
-    long_after = 600 if quick else 5600 - 2 * w
+    long_after = 600 if s.quick else 5600 - 2 * w
     for fig, corr in (("fig10-long", False), ("fig11-long", True)):
-        for z in ((1.0,) if quick else (1.0, 1.5, 2.0)):
-            out.append((fig, key(fig, w, (z, z), corr, after_=long_after), at_w))
-    pairs = ((1.0, 0.0),) if quick else ((1.0, 0.0), (2.0, 0.0), (1.5, 0.5))
+        for z in ((1.0,) if s.quick else (1.0, 1.5, 2.0)):
+            out.append((fig, s.key(fig, w, (z, z), corr, after_=long_after), at_w))
+    return out
+
+
+def _allocation_and_weather(s: _Sizes) -> list[Experiment]:
+    """Fixed vs variable allocation (§4.3), and the weather-like input (§5.2.4)."""
+    out: list[Experiment] = []
+    pairs = ((1.0, 0.0),) if s.quick else ((1.0, 0.0), (2.0, 0.0), (1.5, 0.5))
     for zr, zs in pairs:
-        runs = [(meth, w, alloc) for alloc in ("fixed", "variable")
+        runs = [(meth, s.w, alloc) for alloc in ("fixed", "variable")
                 for meth in ("OPT", "PROB", "RAND")]
-        out.append(("variable", key("variable", w, (zr, zs)), runs))
+        out.append(("variable", s.key("variable", s.w, (zr, zs)), runs))
     # closer to the paper's weather data (§5.2.4: ~650 grid cells, w = 5,000, the same
     # station network in both streams): domain 650, both streams Zipf z with the same
     # value ranking, M = w (50% of the memory); z = 1 is the target's input, 0.5/1.5 show
     # how it depends on the (unknown) skew of the real data
-    ww = 500 if quick else WEATHER_W
-    for z in ((1.0,) if quick else (0.5, 1.0, 1.5)):
+    ww = 500 if s.quick else WEATHER_W
+    for z in ((1.0,) if s.quick else (0.5, 1.0, 1.5)):
         runs = [(meth, ww, "fixed") for meth in ("PROB", "RAND", "PROB-KNOWN")]
         if z == 1.0:
             runs.append(("OPT", ww, "fixed"))
-        out.append(("weather", key("weather", ww, (z, z), after_=ww, domain=WEATHER_DOMAIN),
-                    runs))
-    w3 = 60 if quick else 200
+        out.append(("weather", s.key("weather", ww, (z, z), after_=ww,
+                                     domain=WEATHER_DOMAIN), runs))
+    return out
+
+
+def _beyond_the_paper(s: _Sizes) -> list[Experiment]:
+    """Ours: 3-way equi, band predicates, and lagged streams."""
+    w, w3 = s.w, (60 if s.quick else 200)
     beyond = ("PROB", "LIFE", "RAND", "LAGPROB")
-    out.append(("equi3", key("equi3", w3, (1.0, 1.0, 1.0)),
-                [(meth, max(3, round(f * 3 * w3)), "fixed") for f in (0.125, 0.25, 0.5)
-                 for meth in beyond]))
-    out.append(("band2", key("band2", w, (1.0, 1.0), pred="band", eps=0.5),
-                [(meth, max(2, round(f * 2 * w)), "fixed") for f in (0.125, 0.25, 0.5)
-                 for meth in ("OPT", *beyond)]))
-    out.append(("band3", key("band3", w3, (1.0, 1.0, 1.0), pred="band", eps=0.5),
-                [(meth, max(3, round(f * 3 * w3)), "fixed") for f in (0.25, 0.5)
-                 for meth in ("PROB", "RAND", "LAGPROB")]))
-    lag = ("lagged", 25.0 if quick else 60.0)
+    out: list[Experiment] = [
+        ("equi3", s.key("equi3", w3, (1.0, 1.0, 1.0)),
+         [(meth, max(3, round(f * 3 * w3)), "fixed") for f in (0.125, 0.25, 0.5)
+          for meth in beyond]),
+        ("band2", s.key("band2", w, (1.0, 1.0), pred="band", eps=0.5),
+         [(meth, max(2, round(f * 2 * w)), "fixed") for f in (0.125, 0.25, 0.5)
+          for meth in ("OPT", *beyond)]),
+        ("band3", s.key("band3", w3, (1.0, 1.0, 1.0), pred="band", eps=0.5),
+         [(meth, max(3, round(f * 3 * w3)), "fixed") for f in (0.25, 0.5)
+          for meth in ("PROB", "RAND", "LAGPROB")]),
+    ]
+    lag = ("lagged", 25.0 if s.quick else 60.0)
     m_lag = round(0.25 * 2 * 1000)  # 25% of the ~2 × 100/s × 10 s the exact join holds
     out.append(("lagged", lag, [(meth, m_lag, alloc) for alloc in ("fixed", "variable")
                                 for meth in ("OPT", "PROB", "RAND", "LAGPROB", "LIFE")
                                 if alloc == "fixed" or meth in ("OPT", "PROB", "LAGPROB")]))
     return out
+
+
+def plan(quick: bool) -> list[Experiment]:
+    """(experiment, workload key without its seed, [(method, M, allocation)]) — EXACT is
+    added per key; each runs on the experiment's input seeds (:func:`seeds`)."""
+    s = _Sizes(quick, 100 if quick else 400, 300 if quick else 1000,
+               (0.25, 1.0) if quick else FRACTIONS, (0.0, 1.0, 2.0) if quick else SKEWS)
+    return _paper_figures(s) + _allocation_and_weather(s) + _beyond_the_paper(s)
 
 
 def seeds(exp: str, quick: bool) -> tuple[int, ...]:
