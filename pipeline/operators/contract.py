@@ -8,6 +8,9 @@ Two protocols let the disorder-handling policy (Ji et al.) and the load shedder
   ``pipeline/operators/disorder/slack_policies.py``; ``quality`` (Alg. 3) plugs in the same way.
 * :class:`Shedder` throttles the join (GrubJoin operator throttling + window
   harvesting, or RandomDrop). ``off`` lives in ``pipeline/operators/shedding/noshed.py``.
+  A shedder whose budget runs on the wall clock hands it to the runtime through
+  :meth:`Shedder.wall_budget` (:class:`WallAccount`): the runtime reports each
+  micro-batch's time outside the join and its lag there (ARCHITECTURE §5, ours).
 
 Call sequence, driven by the records' arrival times (the engine clock ``now``; never
 the wall clock):
@@ -131,9 +134,27 @@ class Shedder(Protocol):
         """Called at each boundary Δ; a metrics row (z, harvest_fractions, queue_drops...)."""
         ...
 
+    def wall_budget(self) -> WallAccount | None:
+        """The shedder's budget when it times the join on the wall clock, else None."""
+        ...
+
     def snapshot(self) -> dict[str, Any]:
         """Plain-data state (picklable)."""
         ...
+
+
+class WallAccount(Protocol):
+    """A shedder's wall-clock budget as the runtime sees it (ARCHITECTURE §5, ours;
+    :class:`~pipeline.operators.budget.wall.WallBudget`)."""
+
+    @property
+    def timed_total(self) -> float:
+        """Wall seconds timed between admission and charge so far (never decreases)."""
+        ...
+
+    def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
+        """A micro-batch spent ``overhead_s`` seconds outside admit→charge and ended
+        ``lag_ratio`` × the latency target behind its input (None: unknown)."""
 
 
 class SlackPolicyFactory(Protocol):

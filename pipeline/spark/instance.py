@@ -22,7 +22,6 @@ import pandas as pd
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
-from pipeline.operators.budget.wall import WallBudget
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.engine.engine import Engine
@@ -310,7 +309,7 @@ class JoinInstance:
         With a wall budget (ARCHITECTURE §5), the batch's time outside the join and its lag —
         the age of its freshest input record (Kafka timestamp) once its outputs are
         built, over ``LAG_TARGET_SHARE × trigger`` — go to
-        :meth:`~pipeline.operators.budget.virtual_cpu.WallBudget.observe_batch` (ours).
+        :meth:`~pipeline.operators.contract.WallAccount.observe_batch` (ours).
 
         The cyclic garbage collector is paused meanwhile (as in the engine's batch path):
         a batch allocates events, dicts and tuples by the ten thousand, and each full
@@ -325,7 +324,7 @@ class JoinInstance:
                 gc.enable()
 
     def _process(self, frame: pd.DataFrame) -> list[pd.DataFrame]:
-        budget = self._wall_budget()
+        budget = self.engine.shedder.wall_budget()
         start = self._wall()
         timed_before = budget.timed_total if budget is not None else 0.0
         events, dead = self.admit(frame)
@@ -336,10 +335,6 @@ class JoinInstance:
             overhead = (end - start) - (budget.timed_total - timed_before)
             budget.observe_batch(overhead, lag_ratio(frame, end, self.config.trigger_ms))
         return out
-
-    def _wall_budget(self) -> WallBudget | None:
-        budget = getattr(self.engine.shedder, "budget", None)
-        return budget if isinstance(budget, WallBudget) else None
 
     def flush(self) -> list[pd.DataFrame]:
         """Input went idle: release every buffer (Engine.flush) and emit what follows."""

@@ -1,4 +1,5 @@
-"""The two CPU budget sources behind the throttle (ARCHITECTURE §5; GrubJoin §IV-A).
+"""The deterministic CPU budget source behind the throttle (ARCHITECTURE §5; GrubJoin
+§IV-A).
 
 * :class:`VirtualCpu` — deterministic. A server with ``capacity`` cost units per second
   of *stream time* (cost = tuple comparisons + per-tuple cost) behind a bounded input
@@ -8,33 +9,25 @@
   utilization target / (cost charged / capacity available); ours: the number of
   overflow episodes (runs of consecutive drops — one long probe makes one, a sustained
   excess several). Same input ⇒ same output.
-* :class:`WallBudget` and :class:`WallQueue` — the real CPU, the latter behind a queue
-  bounded in waiting time: :mod:`pipeline.operators.budget.wall` (re-exported here).
 
-:func:`make_budget` / :func:`make_queue_budget` pick the source named by
-``shedding.budget``; :func:`restore_budget` / :func:`restore_queue_budget` restore one
-from its snapshot. The reading and the protocol they share:
-:mod:`pipeline.operators.budget.protocol`.
+The wall-clock sources: :mod:`pipeline.operators.budget.wall`; the protocol they share:
+:mod:`pipeline.operators.budget.protocol`; the factory that picks one by
+``shedding.budget``: :mod:`pipeline.operators.budget.factory`.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.protocol import BudgetReading
-from pipeline.operators.budget.wall import (
-    WallBudget,
-    WallBudgetConfig,
-    WallQueue,
-    WallQueueConfig,
-)
+from pipeline.operators.budget.reading import BudgetReading
 
-__all__ = ["VirtualCpu", "VirtualCpuConfig", "make_budget", "make_queue_budget", "restore_budget",
-"restore_queue_budget"]
+if TYPE_CHECKING:
+    from pipeline.operators.budget.wall import WallBudget, WallQueue
+
+__all__ = ["VirtualCpu", "VirtualCpuConfig"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +119,18 @@ class VirtualCpu:
             "overflows": self.overflows, "last_dropped": self.last_dropped,
         }
 
+    def restored(self, snap: dict[str, Any]) -> VirtualCpu:
+        """A virtual CPU of the same config with the state of ``snap``."""
+        return VirtualCpu.from_snapshot(self.config, snap)
+
+    def wall(self) -> WallBudget | None:
+        """None: the virtual CPU runs in stream time."""
+        return None
+
+    def queue(self) -> WallQueue | None:
+        """None: its queue is bounded in tuples, each wait set by the previous costs."""
+        return None
+
     @classmethod
     def from_snapshot(cls, config: VirtualCpuConfig, snap: dict[str, Any]) -> VirtualCpu:
         obj = cls(config)
@@ -144,64 +149,3 @@ class VirtualCpu:
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"virtual cpu: bad snapshot {snap!r}") from exc
         return obj
-
-
-def make_queue_budget(
-    budget: str,
-    capacity: float | None,
-    queue: int,
-    bound_ms: float,
-    utilization: float,
-    clock: Callable[[], float] | None,
-    speedup: float,
-) -> VirtualCpu | WallQueue:
-    """A budget that drops arrivals from a bounded input queue (``taildrop``,
-    ``randomdrop-static``): the virtual CPU with ``queue`` tuples, or the wall clock with
-    a backlog bound of ``bound_ms`` of stream time."""
-    if budget == "wall":
-        if clock is None:
-            raise ConfigError("shedding.budget: 'wall' needs a clock callable to be injected")
-        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms), clock)
-    budget_source = make_budget(budget, capacity, queue, utilization, clock, speedup)
-    assert isinstance(budget_source, VirtualCpu)
-    return budget_source
-
-
-def make_budget(
-    budget: str,
-    capacity: float | None,
-    queue: int,
-    utilization: float,
-    clock: Callable[[], float] | None,
-    speedup: float,
-) -> VirtualCpu | WallBudget:
-    """The budget source named by ``shedding.budget`` (virtual | wall)."""
-    if budget == "virtual":
-        if capacity is None:
-            raise ConfigError("shedding.capacity: required when budget = 'virtual'")
-        return VirtualCpu(VirtualCpuConfig(capacity, queue, utilization))
-    if budget == "wall":
-        if clock is None:
-            raise ConfigError("shedding.budget: 'wall' needs a clock callable to be injected")
-        return WallBudget(WallBudgetConfig(speedup, utilization), clock)
-    raise ConfigError(f"shedding.budget: expected virtual|wall, got {budget!r}")
-
-
-def restore_budget(
-    budget: VirtualCpu | WallBudget, snap: dict[str, Any]
-) -> VirtualCpu | WallBudget:
-    """A budget of the same kind and config as ``budget`` with the state of ``snap``."""
-    if isinstance(budget, VirtualCpu):
-        return VirtualCpu.from_snapshot(budget.config, snap)
-    if isinstance(budget, WallQueue):
-        return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)
-    return WallBudget.from_snapshot(budget.config, budget.clock, snap)
-
-
-def restore_queue_budget(
-    budget: VirtualCpu | WallQueue, snap: dict[str, Any]
-) -> VirtualCpu | WallQueue:
-    """:func:`restore_budget` for the budgets of :func:`make_queue_budget`."""
-    if isinstance(budget, VirtualCpu):
-        return VirtualCpu.from_snapshot(budget.config, snap)
-    return WallQueue.from_queue_snapshot(budget.queue_config, budget.clock, snap)

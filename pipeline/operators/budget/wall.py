@@ -18,8 +18,10 @@
   in waiting time rather than in tuples. Only clock *differences* enter the state, so a
   snapshot restores exactly under a new clock.
 
-The deterministic source, the virtual CPU, and the factories that pick a source by
-``shedding.budget`` live in :mod:`pipeline.operators.budget.virtual_cpu`.
+The deterministic source, the virtual CPU: :mod:`pipeline.operators.budget.virtual_cpu`;
+the factory that picks a source by ``shedding.budget``:
+:mod:`pipeline.operators.budget.factory`; a whole run through the queue at once:
+:mod:`pipeline.operators.budget.queue`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.protocol import BudgetReading
+from pipeline.operators.budget.reading import BudgetReading
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,18 @@ class WallBudget:
         return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost,
                 "timed_total": self.timed_total, "lag_cap": self.lag_cap,
                 "overhead": self.overhead}
+
+    def restored(self, snap: dict[str, Any]) -> WallBudget:
+        """A wall budget of the same config and clock with the state of ``snap``."""
+        return WallBudget.from_snapshot(self.config, self.clock, snap)
+
+    def wall(self) -> WallBudget | None:
+        """This budget: it times the join's work on the wall clock."""
+        return self
+
+    def queue(self) -> WallQueue | None:
+        """None: nothing is dropped, the join is only throttled."""
+        return None
 
     @classmethod
     def from_snapshot(cls, config: WallBudgetConfig, clock: Callable[[], float],
@@ -232,6 +246,14 @@ class WallQueue(WallBudget):
                 "dropped_mark": self.dropped_mark, "overflows": self.overflows,
                 "last_dropped": self.last_dropped, "last_took": self.last_took}
 
+    def restored(self, snap: dict[str, Any]) -> WallQueue:
+        """A wall queue of the same config and clock with the state of ``snap``."""
+        return WallQueue.from_queue_snapshot(self.queue_config, self.clock, snap)
+
+    def queue(self) -> WallQueue | None:
+        """This budget: arrivals wait in a queue bounded in waiting time."""
+        return self
+
     @classmethod
     def from_queue_snapshot(cls, config: WallQueueConfig, clock: Callable[[], float],
                             snap: dict[str, Any]) -> WallQueue:
@@ -241,7 +263,7 @@ class WallQueue(WallBudget):
         obj.spent, obj.pushed, obj.cost = base.spent, base.pushed, base.cost
         obj.timed_total, obj.lag_cap = base.timed_total, base.lag_cap
         obj.overhead = base.overhead
-        try:  # a plain wall budget's snapshot (GrubJoin before its queue): an empty queue
+        try:  # a plain wall budget's snapshot restores as an empty queue
             obj.busy_until = float(snap.get("busy_until", 0.0))
             obj.last_now = float(snap.get("last_now", 0.0))
             obj.stretch = float(snap.get("stretch", 1.0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.contract import PluginEnv
+from pipeline.operators.contract import PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
@@ -43,6 +43,10 @@ class NoShedder:
         return None
 
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
+        return None
+
+    def wall_budget(self) -> WallAccount | None:
+        """None: no budget."""
         return None
 
     def snapshot(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.protocol import BudgetReading
+from pipeline.operators.budget.reading import BudgetReading
 
 #: z never goes below this (a direction with z = 0 would never produce or learn)
 Z_MIN = 1e-3
@@ -191,7 +191,7 @@ class JoinShare:
 
     The wall budget's reading compares *all* the time spent with the time available, but
     part of it z cannot shed: the micro-batch's work outside admit→charge (validation,
-    K-slack, the Synchronizer, result building; :meth:`~pipeline.operators.budget.virtual_cpu.
+    K-slack, the Synchronizer, result building; :meth:`~pipeline.operators.budget.wall.
     WallBudget.observe_batch`). Counted against z, that part drives z down to its floor
     whenever it alone comes near the budget — the join then produces almost nothing, and
     z never recovers, while tail drop keeps joining what it admits. So the throttle

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig, restore_queue_budget
+from pipeline.operators.budget.factory import restore_budget as restore_queue_budget
+from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig
 from pipeline.operators.budget.wall import WallQueue, WallQueueConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv

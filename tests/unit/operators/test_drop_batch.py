@@ -24,10 +24,10 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
 from pipeline.operators.budget.wall import WallQueue, WallQueueConfig
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.engine.engine import Engine
-from pipeline.operators.shedding.baselines.taildrop import queue_admit_run, queue_charge_run
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_dump, make_spec, to_events
 

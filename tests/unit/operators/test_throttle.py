@@ -7,7 +7,7 @@ import math
 import pytest
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.protocol import BudgetReading
+from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.shedding.throttle import (
     Z_MIN,
     Ceiling,

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig, make_budget
+from pipeline.operators.budget.factory import make_budget
+from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig
 from pipeline.operators.budget.wall import WallBudget, WallBudgetConfig
 
 

@@ -30,9 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.virtual_cpu import make_budget, restore_budget
-from pipeline.operators.budget.wall import WallBudget
-from pipeline.operators.contract import PluginEnv
+from pipeline.operators.budget.factory import make_budget, restore_budget
+from pipeline.operators.contract import PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel
@@ -154,20 +153,22 @@ class RandomDropShedder:
                    nows: NDArray[np.int64]) -> NDArray[np.bool_] | None:
         """The engine's batch path (wall budget): the run's keep draws at once; None on
         the virtual CPU (its queue depends on each previous tuple's cost)."""
-        if type(self.budget) is not WallBudget:
+        wall = self.budget.wall()
+        if wall is None or self.budget.queue() is not None:
             return None
         self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
         kept = self.rng.random(streams.shape[0]) < self.keep[streams]
         n_kept = int(np.count_nonzero(kept))
         self.random_drops += int(kept.shape[0]) - n_kept
         if n_kept:
-            self.budget.admit_run(n_kept)
+            wall.admit_run(n_kept)
         return kept
 
     def charge_some(self, costs: NDArray[np.float64], nows: NDArray[np.int64]) -> None:
         """The tuples admitted by :meth:`admit_some` cost ``costs``."""
-        assert isinstance(self.budget, WallBudget)
-        self.budget.charge_run(costs.tolist())
+        wall = self.budget.wall()
+        assert wall is not None, "charge_some follows an admit_some that returned a mask"
+        wall.charge_run(costs.tolist())
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         self.stats.observe_probe(feedback)
@@ -198,6 +199,10 @@ class RandomDropShedder:
             "rates_in": [round(float(r), 3) for r in rates],
             "cost": round(reading.cost, 3),
         }
+
+    def wall_budget(self) -> WallAccount | None:
+        """The budget when it runs on the wall clock (the runtime reports batches to it)."""
+        return self.budget.wall()
 
     def snapshot(self) -> dict[str, Any]:
         return {

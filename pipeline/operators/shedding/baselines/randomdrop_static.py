@@ -65,7 +65,7 @@ which nothing is dropped at random (only the bounded queue drops):
 keep draws of a run are ``rng.random(n)`` — the same numbers, in the same order, as one
 ``rng.random()`` per tuple (the warm-up draws only join orders, in :meth:`plan`, and no
 keep draws; afterwards only keep draws) — and the kept tuples go through the queue as in
-:func:`~pipeline.operators.shedding.baselines.taildrop.queue_admit_run`.
+:func:`~pipeline.operators.budget.queue.queue_admit_run`.
 """
 
 from __future__ import annotations
@@ -76,18 +76,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.budget.virtual_cpu import VirtualCpu, restore_queue_budget
-from pipeline.operators.budget.wall import WallQueue
-from pipeline.operators.contract import PluginEnv
-from pipeline.operators.events import Event
-from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
-from pipeline.operators.shedding.baselines.randomdrop import thinned_cost
-from pipeline.operators.shedding.baselines.taildrop import (
+from pipeline.operators.budget.factory import restore_budget
+from pipeline.operators.budget.queue import (
     queue_admit_run,
     queue_budget,
     queue_charge_run,
     queue_row,
 )
+from pipeline.operators.contract import PluginEnv, WallAccount
+from pipeline.operators.events import Event
+from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
+from pipeline.operators.shedding.baselines.randomdrop import thinned_cost
 from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel
 from pipeline.operators.shedding.grubjoin.plans import OnlineStats, build_model
 
@@ -209,10 +208,11 @@ class StaticRandomDropShedder:
         pending, self.pending = self.pending, None
         if pending is not None and pending > 0:
             self.units += (max(0.0, cost - sh.tuple_cost - sh.probe_cost), float(pending))
-        if isinstance(self.budget, WallQueue):
+        queue = self.budget.queue()
+        if queue is not None:
             x = float(pending) if pending is not None else (
                 max(0.0, cost - sh.tuple_cost - sh.probe_cost) if cost > sh.tuple_cost else 0.0)
-            y = self.budget.last_took
+            y = queue.last_took
             self.fit += (1.0, x, y, 1.0, x, x * x, y, x * y)
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
@@ -225,7 +225,8 @@ class StaticRandomDropShedder:
                    nows: NDArray[np.int64]) -> NDArray[np.bool_] | None:
         """The engine's batch path (module docstring): the admitted tuples of a run; None
         on the virtual CPU (its queue depends on each previous tuple's cost)."""
-        if not isinstance(self.budget, WallQueue):
+        queue = self.budget.queue()
+        if queue is None:
             return None
         self.pending_run = []
         offered: NDArray[np.bool_] | None = None
@@ -238,15 +239,16 @@ class StaticRandomDropShedder:
         else:
             offered = self.rng.random(streams.shape[0]) < self.keep[streams]
             self.random_drops += int(offered.shape[0] - np.count_nonzero(offered))
-        self.last_before = self.budget.last_now
-        return queue_admit_run(self.budget, nows, self.service_ms, offered)
+        self.last_before = queue.last_now
+        return queue_admit_run(queue, nows, self.service_ms, offered)
 
     def charge_some(self, costs: NDArray[np.float64], nows: NDArray[np.int64]) -> None:
         """The tuples admitted by :meth:`admit_some` cost ``costs``; during the warm-up
         the run is one observation of the wall fit and its feedback probes' comparisons
         feed μ as :meth:`charge` does per tuple."""
-        assert isinstance(self.budget, WallQueue)
-        self.service_ms = queue_charge_run(self.budget, costs, nows, self.last_before)
+        queue = self.budget.queue()
+        assert queue is not None, "charge_some follows an admit_some that returned a mask"
+        self.service_ms = queue_charge_run(queue, costs, nows, self.last_before)
         pending, self.pending_run = self.pending_run, []
         self.pending = None
         if self.keep is not None or costs.shape[0] == 0:
@@ -259,15 +261,16 @@ class StaticRandomDropShedder:
             if c > sh.tuple_cost:  # a probe that compared: its feedback is next in order
                 self.units += (x, float(next(probes, 0)))
         n, big_x = float(costs.shape[0]), float(sum(xs))
-        y = self.budget.last_took * n
+        y = queue.last_took * n
         self.fit += (n, big_x, y, n * n, n * big_x, big_x * big_x, n * y, big_x * y)
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
         """Every Δ: metrics; at the end of the warm-up, fix the keep probabilities."""
         sh = self.config.shedding
-        if self.keep is None and isinstance(self.budget, WallQueue):
-            self.spent += self.budget.spent
+        queue = self.budget.queue()
+        if self.keep is None and queue is not None:
+            self.spent += queue.spent
         reading = self.budget.measure(now, sh.adapt_interval_ms)
         if (self.keep is None and self.start is not None and self.arrivals.sum() > 0
                 and now - self.start >= sh.warmup_span_ms):
@@ -284,10 +287,14 @@ class StaticRandomDropShedder:
                else {}),
         }
 
+    def wall_budget(self) -> WallAccount | None:
+        """The queue when it runs on the wall clock (the runtime reports batches to it)."""
+        return self.budget.wall()
+
     def _unit_costs(self) -> tuple[float, float]:
         """(c_t' comparisons per tuple, B' comparisons per second of stream time)."""
         sh = self.config.shedding
-        if isinstance(self.budget, VirtualCpu):
+        if self.budget.wall() is None:  # the virtual CPU: μ from the feedback probes
             mu = self.units[0] / self.units[1] if self.units[1] > 0 else 1.0
             mu = mu if mu > 0 else 1.0
             capacity = float(sh.capacity or 0.0)
@@ -355,7 +362,7 @@ class StaticRandomDropShedder:
             raise OperatorStateError(f"not a {MODE} shedder snapshot: {snap.get('mode')!r}")
         obj = cls(config, env)
         try:
-            obj.budget = restore_queue_budget(obj.budget, snap["budget"])
+            obj.budget = restore_budget(obj.budget, snap["budget"])
             obj.stats = OnlineStats.from_snapshot(config.m, 1.0, snap["stats"])
             obj.rng.bit_generator.state = snap["rng"]
             keep = snap["keep"]

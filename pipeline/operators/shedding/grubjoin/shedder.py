@@ -35,14 +35,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.protocol import BudgetReading
-from pipeline.operators.budget.virtual_cpu import make_queue_budget, restore_queue_budget
-from pipeline.operators.budget.wall import WallQueue
-from pipeline.operators.contract import PluginEnv
+from pipeline.operators.budget.factory import make_queue_budget, restore_budget
+from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
+from pipeline.operators.budget.reading import BudgetReading
+from pipeline.operators.contract import PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
-from pipeline.operators.shedding.baselines.taildrop import queue_admit_run, queue_charge_run
 from pipeline.operators.shedding.costmodel import HarvestModel
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
@@ -181,16 +180,18 @@ class GrubJoinShedder:
         """Ours (the engine's batch path): the tuples of a run the wall queue admits, as
         :meth:`admit` tuple by tuple; None on the virtual CPU, whose queue depends on each
         previous tuple's cost (the engine then admits tuple by tuple)."""
-        if not isinstance(self.budget, WallQueue):
+        queue = self.budget.queue()
+        if queue is None:
             return None
         self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
-        self.last_before = self.budget.last_now
-        return queue_admit_run(self.budget, nows, self.service_ms)
+        self.last_before = queue.last_now
+        return queue_admit_run(queue, nows, self.service_ms)
 
     def charge_some(self, costs: np.ndarray, nows: np.ndarray) -> None:
         """The tuples admitted by :meth:`admit_some` cost ``costs`` (one per tuple)."""
-        assert isinstance(self.budget, WallQueue)
-        self.service_ms = queue_charge_run(self.budget, costs, nows, self.last_before)
+        queue = self.budget.queue()
+        assert queue is not None, "charge_some follows an admit_some that returned a mask"
+        self.service_ms = queue_charge_run(queue, costs, nows, self.last_before)
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
@@ -204,7 +205,8 @@ class GrubJoinShedder:
         """One adaptation step (GrubJoin §IV-A, §IV-C, §IV-D, §V); a metrics row."""
         sh = self.config.shedding
         reading = self.budget.measure(now, sh.adapt_interval_ms)
-        if isinstance(self.budget, WallQueue):  # what z can shed (JoinShare)
+        queue = self.budget.queue()
+        if queue is not None:  # what z can shed (JoinShare)
             beta, headroom = self.join_share.reading(reading, sh.adapt_interval_ms)
             reading = dataclasses.replace(reading, beta=beta, headroom=headroom)
         # the z level the configuration in force uses (anti-windup, throttle docstring)
@@ -259,13 +261,16 @@ class GrubJoinShedder:
             "probe_share": round(self.share, 6),
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
-            **({"backlog_ms": round(self.budget.backlog_ms(), 3)}
-               if isinstance(self.budget, WallQueue) else {}),
+            **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
             "pushed": reading.pushed,
             "consumed": reading.consumed,
             "rates_in": [round(float(r), 3) for r in rates],
             "cost": round(reading.cost, 3),
         }
+
+    def wall_budget(self) -> WallAccount | None:
+        """The input queue when it runs on the wall clock (the runtime reports batches)."""
+        return self.budget.wall()
 
     def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float) -> float:
         """Modelled cost C (under ``model``) of a configuration held by (direction,
@@ -342,7 +347,7 @@ class GrubJoinShedder:
             raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
         obj = cls(config, env)
         try:
-            obj.budget = restore_queue_budget(obj.budget, snap["budget"])
+            obj.budget = restore_budget(obj.budget, snap["budget"])
             obj.service_ms = float(snap.get("service_ms", 0.0))
             obj.join_share = JoinShare.from_snapshot(snap.get("join_share"))
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
