@@ -35,10 +35,16 @@ the paper's model. Harvesting a position's windows therefore saves pairs and lat
 positions' work, not the lookup — with an index, shedding windows buys less, and
 ``c_w`` (``batchjoin.INDEX_WINDOW_COST``) is measured against a candidate's cost
 (``harvest bench join``, ``indexed.lookup_cost_fit``).
+
+Each adaptation step builds the model from the measured rates and selectivities
+(:func:`build_model`, on :mod:`~pipeline.operators.shedding.online_stats`), with
+low-selectivity-first join orders (MJoin; GrubJoin §V) that change only past a margin
+(:func:`stable_orders`, ours).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +54,9 @@ from pipeline.core.errors import ConfigError
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+
+#: a direction's join order changes only for a first selectivity below this × the old one
+ORDER_MARGIN = 0.7
 
 
 def join_orders(selectivity: FloatArray) -> IntArray:
@@ -296,3 +305,55 @@ class ModelArrays:
         """Total C({z}) (including Σλ_i c_t) and O({z}) for a batch of configurations."""
         cost, out = self.direction_terms(counts)
         return cost.sum(axis=-1) + self.fixed_cost(), out.sum(axis=-1)
+
+
+def stable_orders(selectivity: FloatArray, previous: IntArray | None,
+                  margin: float = ORDER_MARGIN) -> IntArray:
+    """Low-selectivity-first orders (MJoin; GrubJoin §V) on each direction's own σ_{i,l},
+    with hysteresis (ours): a direction keeps its previous order unless the new order's
+    first selectivity is below ``margin`` × the previous first one, so estimation
+    noise between near-equal selectivities does not flip plans every Δ."""
+    orders = join_orders(selectivity)
+    if previous is None:
+        return orders
+    for i in range(orders.shape[0]):
+        if selectivity[i, orders[i, 0]] >= margin * selectivity[i, previous[i, 0]]:
+            orders[i] = previous[i]
+    return orders
+
+
+def build_model(
+    rates: FloatArray,
+    windows_ms: tuple[int, ...],
+    selectivity: tuple[FloatArray, FloatArray],
+    score_fn: Callable[[int, int], FloatArray],
+    tuple_cost: float,
+    previous_orders: IntArray | None = None,
+    indexed: bool = False,
+    window_cost: float = 1.0,
+    probe_cost: float = 0.0,
+) -> tuple[HarvestModel, list[list[FloatArray]]]:
+    """The §IV-C model for this step and the raw scores p^k_{i,j} (for the rankings).
+
+    S_l = λ_l·w_l; ``selectivity`` = (first-position σ, later-position σ) from
+    :meth:`~pipeline.operators.shedding.online_stats.OnlineStats.selectivity`; orders
+    from :func:`stable_orders` on the first; ``indexed``/``window_cost``: the indexed
+    cost model; ``probe_cost``: c_p per probing tuple (both ours, module docstring).
+    """
+    m = len(windows_ms)
+    first, deep = selectivity
+    raw = {(i, l): score_fn(i, l) for i in range(m) for l in range(m) if l != i}
+    dead = [pair for pair, p in raw.items() if not float(np.sum(p)) > 0.0]
+    if dead:
+        # learned lags with no mass in W_l's age range: no partners for S_i there, so
+        # σ_{i,l} = 0 (not the reverse direction's estimate that fills an unmeasured pair)
+        first, deep = np.array(first, dtype=np.float64), np.array(deep, dtype=np.float64)
+        for i, l in dead:
+            first[i, l] = deep[i, l] = 0.0
+    orders = stable_orders(first, previous_orders)
+    scores = [[raw[(i, int(orders[i, j]))] for j in range(m - 1)] for i in range(m)]
+    seg = rates * np.asarray(windows_ms, dtype=np.float64) / 1000.0
+    model = HarvestModel.build(rates, seg, first, scores, orders, tuple_cost, deep,
+                               indexed=indexed, window_cost=window_cost,
+                               probe_cost=probe_cost)
+    return model, scores

@@ -34,8 +34,8 @@ from pipeline.operators.budget.factory import make_budget, restore_budget
 from pipeline.operators.contract import PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
-from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel
-from pipeline.operators.shedding.grubjoin.plans import OnlineStats, build_model
+from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel, build_model
+from pipeline.operators.shedding.online_stats import OnlineStats
 from pipeline.operators.shedding.throttle import Throttle, ThrottleConfig
 
 if TYPE_CHECKING:

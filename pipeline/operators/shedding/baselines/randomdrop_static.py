@@ -87,8 +87,8 @@ from pipeline.operators.contract import PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.shedding.baselines.randomdrop import thinned_cost
-from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel
-from pipeline.operators.shedding.grubjoin.plans import OnlineStats, build_model
+from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel, build_model
+from pipeline.operators.shedding.online_stats import OnlineStats
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig

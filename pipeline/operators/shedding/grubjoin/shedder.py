@@ -42,12 +42,10 @@ from pipeline.operators.contract import PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
-from pipeline.operators.shedding.costmodel import HarvestModel
+from pipeline.operators.shedding.costmodel import HarvestModel, build_model
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
 from pipeline.operators.shedding.grubjoin.plans import (
-    OnlineStats,
-    build_model,
     harvest_plans,
     scanned_fractions,
     shred_plan,
@@ -60,6 +58,7 @@ from pipeline.operators.shedding.grubjoin.share import (
     probe_share,
     shared_cost,
 )
+from pipeline.operators.shedding.online_stats import OnlineStats
 from pipeline.operators.shedding.throttle import (
     Ceiling,
     CeilingConfig,
