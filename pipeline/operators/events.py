@@ -34,6 +34,18 @@ class Event:
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
 
+def event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
+    """``ev`` as plain data in snapshots (K-slack, Synchronizer, the validator's held
+    tuples): (stream, seq, ts, arrival, attrs)."""
+    return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
+
+
+def event_from_state(state: Any) -> Event:
+    """Inverse of :func:`event_state`."""
+    stream, seq, ts, arrival, attrs = state
+    return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
+
+
 class Member(NamedTuple):
     """One member tuple of a join result, by stream *name* (a NamedTuple: cheap to build)."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.events import Event
+from pipeline.operators.events import Event, event_from_state, event_state
 
 NEG_INF = -(2**62)
 
@@ -91,13 +91,4 @@ class KSlack:
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore K-slack snapshot: {exc!r}") from exc
         return ks
-
-
-def event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
-    return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
-
-
-def event_from_state(state: Any) -> Event:
-    stream, seq, ts, arrival, attrs = state
-    return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
 

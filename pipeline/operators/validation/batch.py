@@ -1,9 +1,12 @@
-"""The validator's batch path (ours): :meth:`InputValidator._judge` over a whole batch with
+"""The validator's batch path (ours): the clock rules of
+:class:`~pipeline.operators.validation.validator.InputValidator` over a whole batch with
 array operations, with the same verdicts and the same state as tuple by tuple.
 
-Tuple by tuple, every tuple's verdict reads the clocks — each stream's and the common
-one, the lower median of the last ``clock_size`` accepted arrivals, recomputed lazily
-once ``_REFRESH`` arrivals made it stale — and an accepted tuple then feeds them. Valid
+Tuple by tuple, every tuple's verdict reads the clocks
+(:mod:`~pipeline.operators.validation.clock`) — each stream's and the common one, the
+lower median of the last ``clock_size`` accepted arrivals, recomputed lazily once
+:data:`~pipeline.operators.validation.clock.REFRESH` arrivals made it stale — and an
+accepted tuple then feeds them. Valid
 input is accepted whole, so the batch path *assumes* every tuple of a run is accepted,
 computes the clock each verdict would read under that assumption (the refresh points
 follow from the counts alone: a clock refreshes at the first verdict after it went stale,
@@ -17,6 +20,7 @@ are cut at :data:`RUN` tuples); valid input one pass per run.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +29,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import NDArray
 
 from pipeline.operators.events import Event
+from pipeline.operators.validation.clock import REFRESH, StreamTime, lower_median
 
 if TYPE_CHECKING:
-    from pipeline.operators.validation.config import Admission, Held
-    from pipeline.operators.validation.validator import InputValidator
+    from pipeline.operators.validation.config import Admission, Held, ValidatorConfig
 
 I64 = NDArray[np.int64]
 B1 = NDArray[np.bool_]
@@ -37,11 +41,6 @@ RUN = 8192
 #: batches shorter than this are judged tuple by tuple
 MIN_BATCH = 16
 _NONE = np.iinfo(np.int64).min  # "no clock" in the clock arrays
-
-
-def _lower_median(values: Sequence[int]) -> int:
-    ordered = sorted(values)
-    return int(ordered[(len(ordered) - 1) // 2])
 
 
 def clock_trace(ring: Sequence[int], stale: int, cached: int | None, new: I64,
@@ -74,7 +73,7 @@ def clock_trace(ring: Sequence[int], stale: int, cached: int | None, new: I64,
             values[full] = np.partition(win, k, axis=1)[:, k]
         for i in np.flatnonzero(~full).tolist():
             e = int(ends[i])
-            values[i] = _lower_median(seq[max(0, e - size):e].tolist())
+            values[i] = lower_median(seq[max(0, e - size):e].tolist())
     # the value seen at each verdict: the last refresh at or below its count
     at = np.searchsorted(points, counts, side="right") - 1
     base = _NONE if cached is None else int(cached)
@@ -86,12 +85,14 @@ def clock_trace(ring: Sequence[int], stale: int, cached: int | None, new: I64,
     return shown.astype(np.int64), cached, stale + total
 
 
-def judge_batch(v: InputValidator, items: Sequence[tuple[Event, Any]], held: Held,
-                out: Admission, slow: Callable[[int, dict[tuple[int, int], Any]], None]
-                ) -> None:
-    """:meth:`InputValidator._judge` (not the bootstrap) over ``items``; ``slow(j, batch)``
-    judges item ``j`` tuple by tuple against ``batch`` (this call's accepted tuples that
-    a later item may repeat)."""
+def judge_batch(time: StreamTime, pending: list[deque[int]], config: ValidatorConfig,
+                items: Sequence[tuple[Event, Any]], held: Held, out: Admission,
+                slow: Callable[[int, dict[tuple[int, int], Any]], None]) -> None:
+    """The validator's judging (not the bootstrap) of ``items`` against the clocks
+    ``time``, which it advances; ``pending``: each stream's run of future rejections
+    (cleared by an accepted tuple of the stream). ``slow(j, batch)`` judges item ``j``
+    tuple by tuple against ``batch`` (this call's accepted tuples that a later item may
+    repeat)."""
     n = len(items)
     st = np.fromiter((ev.stream for ev, _ in items), np.int64, n)
     seq = np.fromiter((ev.seq for ev, _ in items), np.int64, n)
@@ -113,7 +114,7 @@ def judge_batch(v: InputValidator, items: Sequence[tuple[Event, Any]], held: Hel
     p = 0
     while p < n:
         e = min(n, p + RUN)
-        f = _fast_run(v, st, arr, ts, special, p, e)
+        f = _fast_run(time, pending, config, (st, arr, ts), special, p, e)
         for j in range(p, f):
             out.accepted.append(items[j])
         if repeated:
@@ -128,15 +129,14 @@ def judge_batch(v: InputValidator, items: Sequence[tuple[Event, Any]], held: Hel
             p = e
 
 
-def _fast_run(v: InputValidator, st: I64, arr: I64, ts: I64, special: B1,
-              p: int, e: int) -> int:
-    """Judge items [p, e) assuming all are accepted; commit the state of the accepted
-    prefix and return where it ends (the first item that is not accepted, or e)."""
-    from pipeline.operators.validation.validator import _REFRESH
-
-    cfg = v.config
-    size, quorum = cfg.clock_size, v._quorum
-    m = len(v.rings)
+def _fast_run(time: StreamTime, pending: list[deque[int]], cfg: ValidatorConfig,
+              cols: tuple[I64, I64, I64], special: B1, p: int, e: int) -> int:
+    """Judge items [p, e) (``cols``: their streams, arrivals, event times) assuming all
+    are accepted; commit the state of the accepted prefix and return where it ends (the
+    first item that is not accepted, or e)."""
+    st, arr, ts = cols
+    size, quorum = cfg.clock_size, time.quorum
+    m = len(time.streams)
     s_run, a_run, t_run = st[p:e], arr[p:e], ts[p:e]
     k = e - p
     clocks: list[I64] = []
@@ -144,18 +144,19 @@ def _fast_run(v: InputValidator, st: I64, arr: I64, ts: I64, special: B1,
     for s in range(m):
         mine = s_run == s
         taken = np.concatenate(([0], np.cumsum(mine)[:-1])).astype(np.int64)
-        shown, cached, stale = clock_trace(v.rings[s], v._stale[s], v._medians[s],
-                                           a_run[mine], taken, size, quorum, _REFRESH)
+        clock = time.streams[s]
+        shown, cached, stale = clock_trace(clock.ring, clock.stale, clock.cached,
+                                           a_run[mine], taken, size, quorum, REFRESH)
         clocks.append(shown)
         per_stream.append((mine, taken, cached, stale))
-    common, _, _ = clock_trace(v.all, v._all_stale, v._all_median, a_run,
-                               np.arange(k, dtype=np.int64), size, quorum, _REFRESH)
+    common, _, _ = clock_trace(time.common.ring, time.common.stale, time.common.cached,
+                               a_run, np.arange(k, dtype=np.int64), size, quorum, REFRESH)
     stacked = np.stack([*clocks, common])
     known = stacked != _NONE
     any_known = known.any(axis=0)
     ref = np.where(known, stacked, _NONE).max(axis=0)
-    if v.reference is not None:
-        ref = np.where(any_known, np.maximum(ref, v.reference), ref)
+    if time.reference is not None:
+        ref = np.where(any_known, np.maximum(ref, time.reference), ref)
     limit = ref + cfg.max_future_ms
     future = any_known & ((a_run > limit) | (t_run > limit))
     own = stacked[s_run, np.arange(k)]
@@ -164,28 +165,27 @@ def _fast_run(v: InputValidator, st: I64, arr: I64, ts: I64, special: B1,
     bad = future | late | special[p:e]
     hits = np.flatnonzero(bad)
     f = p + int(hits[0]) if hits.shape[0] else e
-    _commit(v, per_stream, a_run, p, f, size, quorum)
+    _commit(time, pending, per_stream, a_run, p, f, size, quorum)
     return f
 
 
-def _commit(v: InputValidator, per_stream: list[tuple[I64, I64, int | None, int]],
+def _commit(time: StreamTime, pending: list[deque[int]],
+            per_stream: list[tuple[I64, I64, int | None, int]],
             a_run: I64, p: int, f: int, size: int, quorum: int) -> None:
     """The clocks' state after accepting items [p, f) of the run (verdicts of p … f−1,
     then their arrivals), as tuple by tuple."""
-    from pipeline.operators.validation.validator import _REFRESH
-
     n_acc = f - p
     if n_acc == 0:
         return
     for s, (mine, taken, _, _) in enumerate(per_stream):
+        clock = time.streams[s]
         new = a_run[:n_acc][mine[:n_acc]]
-        _, cached, stale = clock_trace(v.rings[s], v._stale[s], v._medians[s], new,
-                                       taken[:n_acc], size, quorum, _REFRESH)
-        v._medians[s], v._stale[s] = cached, stale
-        v.rings[s].extend(new.tolist())
+        _, cached, stale = clock_trace(clock.ring, clock.stale, clock.cached, new,
+                                       taken[:n_acc], size, quorum, REFRESH)
+        clock.take_run(new.tolist(), cached, stale)
         if new.shape[0]:
-            v.pending[s].clear()
-    _, cached, stale = clock_trace(v.all, v._all_stale, v._all_median, a_run[:n_acc],
-                                   np.arange(n_acc, dtype=np.int64), size, quorum, _REFRESH)
-    v._all_median, v._all_stale = cached, stale
-    v.all.extend(a_run[:n_acc].tolist())
+            pending[s].clear()
+    common = time.common
+    _, cached, stale = clock_trace(common.ring, common.stale, common.cached, a_run[:n_acc],
+                                   np.arange(n_acc, dtype=np.int64), size, quorum, REFRESH)
+    common.take_run(a_run[:n_acc].tolist(), cached, stale)

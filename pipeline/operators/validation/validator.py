@@ -52,8 +52,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.events import Event
-from pipeline.operators.validation import batch as validator_fast
+from pipeline.operators.events import Event, event_from_state, event_state
+from pipeline.operators.validation import batch
+from pipeline.operators.validation.clock import StreamTime
 from pipeline.operators.validation.config import (
     Admission,
     Held,
@@ -65,10 +66,6 @@ from pipeline.operators.validation.holds import same_attrs
 
 __all__ = ["InputValidator"]
 
-#: a stream's median is recomputed after this many new arrivals (a cheap, still robust
-#: clock: it lags its window by a few tuples at most)
-_REFRESH = 4
-
 
 class InputValidator:
     """The per-instance validator (see the module docstring). State: the clocks' recent
@@ -77,42 +74,40 @@ class InputValidator:
     def __init__(self, config: ValidatorConfig) -> None:
         self.config = config
         n = config.clock_size
-        self.rings: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
-        self.all: deque[int] = deque(maxlen=n)
+        #: the clocks (:mod:`~pipeline.operators.validation.clock`)
+        self.time = StreamTime(len(config.streams), n, config.quorum)
         self.held: list[tuple[Event, Any]] = []
         #: per stream, the arrivals of the latest run of future rejections (a jump of the
         #: stream's time once it is ``clock_size`` long)
         self.pending: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
         self.bootstrapped = False
-        #: stream time as the runtime sees it beyond this instance's own tuples (Spark:
-        #: the routing tasks' median arrival, on the tick rows), None = unknown
-        self.reference: int | None = None
         self.counts: dict[str, int] = {"duplicates": 0, "future": 0, "late": 0,
                                        "conflicts": 0, "jumps": 0}
-        self._medians: list[int | None] = [None] * len(config.streams)
-        self._all_median: int | None = None
-        self._stale: list[int] = [0] * len(config.streams)
-        self._all_stale = 0
-        #: tuples a clock needs (the end-of-input flush takes whatever is there)
-        self._quorum = config.quorum
 
     # ------------------------------------------------------------------ clocks
-    def _observe(self, ev: Event) -> None:
-        self._observe_arrival(ev.stream, ev.arrival)
+    @property
+    def _medians(self) -> list[int | None]:
+        """Each stream clock's cached median (the state the batch path must reproduce)."""
+        return [c.cached for c in self.time.streams]
 
-    def _observe_arrival(self, stream: int, arrival: int) -> None:
-        self.rings[stream].append(arrival)
-        self.all.append(arrival)
-        self._stale[stream] += 1
-        self._all_stale += 1
+    @property
+    def _stale(self) -> list[int]:
+        return [c.stale for c in self.time.streams]
+
+    @property
+    def _all_median(self) -> int | None:
+        return self.time.common.cached
+
+    @property
+    def _all_stale(self) -> int:
+        return self.time.common.stale
+
+    def _observe(self, ev: Event) -> None:
+        self.time.observe(ev.stream, ev.arrival)
 
     def _reset_clocks(self, items: Iterable[tuple[Event, Any]]) -> None:
         """The clocks from ``items`` only (after the bootstrap: its accepted tuples)."""
-        for ring in self.rings:
-            ring.clear()
-        self.all.clear()
-        self._medians = [None] * len(self.rings)
-        self._all_median = None
+        self.time.clear()
         for ev, _ in items:
             self._observe(ev)
 
@@ -128,47 +123,30 @@ class InputValidator:
             return
         self.counts["jumps"] += 1
         for t in pending:
-            self._observe_arrival(ev.stream, t)
-        self._medians[ev.stream] = None
-        self._all_median = None
+            self.time.observe(ev.stream, t)
+        self.time.streams[ev.stream].invalidate()
+        self.time.common.invalidate()
         pending.clear()
-
-    def stream_clock(self, stream: int) -> int | None:
-        """The stream's clock (median of its recent arrivals), or None before its quorum."""
-        ring = self.rings[stream]
-        if len(ring) < self._quorum:
-            return None
-        if self._medians[stream] is None or self._stale[stream] >= _REFRESH:
-            self._medians[stream] = _median(ring)
-            self._stale[stream] = 0
-        return self._medians[stream]
-
-    def common_clock(self) -> int | None:
-        """The median of the last arrivals of all streams together (None before a quorum)."""
-        if len(self.all) < self._quorum:
-            return None
-        if self._all_median is None or self._all_stale >= _REFRESH:
-            self._all_median = _median(self.all)
-            self._all_stale = 0
-        return self._all_median
 
     def clocks(self) -> tuple[list[int | None], int | None]:
         """(each stream's clock, the common clock)."""
-        return [self.stream_clock(i) for i in range(len(self.rings))], self.common_clock()
+        time = self.time
+        return ([time.stream_clock(i) for i in range(len(time.streams))],
+                time.common_clock())
 
     # ------------------------------------------------------------------ judging
     def _verdict(self, ev: Event) -> tuple[str | None, bool]:
         """Why ``ev`` is rejected by the clock rules (None: it is not), and whether it is
         ahead of the clock."""
-        cfg = self.config
-        common = self.common_clock()
-        own = self.stream_clock(ev.stream)
-        known = [c for c in (self.stream_clock(i) for i in range(len(self.rings)))
+        cfg, time = self.config, self.time
+        common = time.common_clock()
+        own = time.stream_clock(ev.stream)
+        known = [c for c in (time.stream_clock(i) for i in range(len(time.streams)))
                  if c is not None]
         if common is not None:
             known.append(common)
-        if self.reference is not None and known:
-            known.append(self.reference)
+        if time.reference is not None and known:
+            known.append(time.reference)
         if not known:
             return None, False
         ref = max(known)
@@ -186,11 +164,11 @@ class InputValidator:
                     "nothing"), False
         return None, False
 
-    def _duplicate(self, ev: Event, batch: dict[tuple[int, int], tuple[int, Any]],
+    def _duplicate(self, ev: Event, seen_here: dict[tuple[int, int], tuple[int, Any]],
                    held: Held) -> tuple[bool, str | None]:
         """(exact duplicate?, conflict reason) against this call's tuples and the engine."""
         key = (ev.stream, ev.seq)
-        seen = batch.get(key)
+        seen = seen_here.get(key)
         if seen is None:
             seen = held.get(key)
         if seen is None:
@@ -232,11 +210,11 @@ class InputValidator:
         if self.held:
             todo, self.held = self.held, []
             self.bootstrapped = True
-            self._quorum = 1
+            self.time.quorum = 1  # the end of input takes whatever is there
             try:
                 self._judge(todo, lookup, out, bootstrap=True)
             finally:
-                self._quorum = self.config.quorum
+                self.time.quorum = self.config.quorum
         return out
 
     def _judge(self, items: Sequence[tuple[Event, Any]], lookup: Lookup | None,
@@ -246,26 +224,26 @@ class InputValidator:
         only now and then, as with aligned tuple routing); the bootstrap's held tuples
         were observed to define the first clock, which then keeps the accepted ones."""
         held: Held = lookup([ev for ev, _ in items]) if lookup is not None and items else {}
-        if not bootstrap and len(items) >= validator_fast.MIN_BATCH:
-            validator_fast.judge_batch(  # the same verdicts and state, as arrays
-                self, items, held, out,
-                lambda j, batch: self._judge_one(items[j], held, batch, out, False))
+        if not bootstrap and len(items) >= batch.MIN_BATCH:
+            batch.judge_batch(  # the same verdicts and state, as arrays
+                self.time, self.pending, self.config, items, held, out,
+                lambda j, seen: self._judge_one(items[j], held, seen, out, False))
             return
-        batch: dict[tuple[int, int], tuple[int, Any]] = {}
+        seen: dict[tuple[int, int], tuple[int, Any]] = {}
         first = len(out.accepted)
         for item in items:
-            self._judge_one(item, held, batch, out, bootstrap)
+            self._judge_one(item, held, seen, out, bootstrap)
         if bootstrap:
             self._reset_clocks(out.accepted[first:])
 
     def _judge_one(self, item: tuple[Event, Any], held: Held,
-                   batch: dict[tuple[int, int], tuple[int, Any]], out: Admission,
+                   seen: dict[tuple[int, int], tuple[int, Any]], out: Admission,
                    bootstrap: bool) -> None:
-        """One tuple of :meth:`_judge` (``batch``: this call's accepted tuples)."""
+        """One tuple of :meth:`_judge` (``seen``: this call's accepted tuples)."""
         ev, info = item
         reason, future = self._verdict(ev)
         if reason is None:
-            dup, reason = self._duplicate(ev, batch, held)
+            dup, reason = self._duplicate(ev, seen, held)
             if dup:
                 out.duplicates += 1
                 self.counts["duplicates"] += 1
@@ -275,7 +253,7 @@ class InputValidator:
             if future and not bootstrap:
                 self._future(ev)
             return
-        batch[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+        seen[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
         out.accepted.append((ev, info))
         if not bootstrap:
             self._observe(ev)
@@ -286,7 +264,7 @@ class InputValidator:
         tuples of its own segments only (G − 1 segments' worth of gap between them), so
         the median arrival of a routing task's whole batch keeps its future bound current.
         A median of a batch: no single tuple moves it."""
-        self.reference = int(arrival_ms)
+        self.time.reference = int(arrival_ms)
 
     def metrics(self) -> dict[str, float]:
         """Counters for the metrics' ``extra`` (cumulative) and the tuples held."""
@@ -298,13 +276,13 @@ class InputValidator:
     def snapshot(self) -> dict[str, Any]:
         """Plain data (the held tuples' ``info`` must be picklable)."""
         return {
-            "rings": [list(r) for r in self.rings],
-            "all": list(self.all),
-            "held": [(_event_state(ev), info) for ev, info in self.held],
+            "rings": [list(c.ring) for c in self.time.streams],
+            "all": list(self.time.common.ring),
+            "held": [(event_state(ev), info) for ev, info in self.held],
             "pending": [list(p) for p in self.pending],
             "bootstrapped": self.bootstrapped,
             "counts": dict(self.counts),
-            "reference": self.reference,
+            "reference": self.time.reference,
         }
 
     @classmethod
@@ -315,30 +293,17 @@ class InputValidator:
         if snap is None:
             return v
         try:
-            for ring, values in zip(v.rings, snap["rings"], strict=True):
-                ring.extend(int(t) for t in values)
-            v.all.extend(int(t) for t in snap["all"])
-            v.held = [(_event_from_state(ev), info) for ev, info in snap["held"]]
+            for clock, values in zip(v.time.streams, snap["rings"], strict=True):
+                clock.ring.extend(int(t) for t in values)
+            v.time.common.ring.extend(int(t) for t in snap["all"])
+            v.held = [(event_from_state(ev), info) for ev, info in snap["held"]]
             for pending, values in zip(v.pending, snap.get("pending", []), strict=False):
                 pending.extend(int(t) for t in values)
             v.bootstrapped = bool(snap["bootstrapped"])
             v.counts.update({str(k): int(n) for k, n in snap["counts"].items()})
             ref = snap.get("reference")
-            v.reference = int(ref) if ref is not None else None
+            v.time.reference = int(ref) if ref is not None else None
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore the validator: {exc!r}") from exc
         return v
 
-
-def _median(values: Iterable[int]) -> int:
-    ordered = sorted(values)
-    return ordered[(len(ordered) - 1) // 2]  # the lower median: an actual arrival time
-
-
-def _event_state(ev: Event) -> tuple[int, int, int, int, dict[str, Any]]:
-    return (ev.stream, ev.seq, ev.ts, ev.arrival, dict(ev.attrs))
-
-
-def _event_from_state(state: Any) -> Event:
-    stream, seq, ts, arrival, attrs = state
-    return Event(int(stream), int(seq), int(ts), int(arrival), dict(attrs))
