@@ -13,7 +13,8 @@ from pipeline.core.errors import ConfigError
 from pipeline.operators.join.config import JoinConfig
 from pipeline.operators.join.predicates import Predicate
 
-__all__ = ["DisorderConfig", "EngineConfig", "MemoryConfig", "SheddingConfig"]
+__all__ = ["DEFAULT_LATE_ESTIMATE", "DisorderConfig", "EngineConfig", "LateEstimate",
+           "MemoryConfig", "SheddingConfig"]
 
 
 #: ``[memory]``: the join memory M and the eviction policy (Das, Gehrke, Riedewald,
@@ -79,6 +80,13 @@ class MemoryConfig:
         return 0 if self.allocation == "variable" else stream
 
 
+#: how the quality policy estimates a late tuple's productivity: "max" (Ji et al. §IV-B,
+#: the best in-order tuple's) or "mean" (the in-order tuples' average)
+LateEstimate = Literal["max", "mean"]
+#: the default of ``[disorder] late_estimate`` and of the quality policy
+DEFAULT_LATE_ESTIMATE: LateEstimate = "mean"
+
+
 @dataclass(frozen=True)
 class DisorderConfig:
     """K-slack sizing (Ji et al.); the fields and defaults of ``[disorder]``.
@@ -93,7 +101,7 @@ class DisorderConfig:
     interval_ms: int = 1_000
     granularity_ms: int = 10
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
-    late_estimate: Literal["max", "mean"] = "mean"
+    late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark
     #: instance): how far ahead of / behind its stream's clock a tuple may be (None: the
     #: largest window + the largest K, ``validator.default_max_late_ms``)

@@ -7,7 +7,6 @@ members' (stream, seq), so its id is deterministic (:func:`result_id`).
 
 from __future__ import annotations
 
-import gc
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pipeline.core.errors import SerializationError
+from pipeline.core.gcpause import gc_paused
 
 #: keys of a dump record that are not workload attributes
 ENVELOPE_KEYS = frozenset({"stream", "seq", "event_time", "arrival_time"})
@@ -123,9 +123,7 @@ def results_from_arrays(
         return []
     # the results are plain tuples of strings, ints and shared members: the cyclic
     # collector has nothing to find in them, but would re-scan them many times over
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         member_cols: list[list[Member]] = []
         key = np.empty(0, dtype=np.bytes_)
         for k, name in enumerate(streams):
@@ -146,9 +144,6 @@ def results_from_arrays(
         times = np.maximum.reduce([ts_arr[:, k] for k in range(m)]).tolist()
         rows = zip(ids, times, zip(*member_cols, strict=True), strict=True)
         return list(map(tuple.__new__, repeat(JoinResult), rows))
-    finally:
-        if enabled:
-            gc.enable()
 
 
 #: NumPy's vectorized string functions (``np.strings`` from NumPy 2, ``np.char`` before)

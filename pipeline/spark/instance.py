@@ -12,7 +12,6 @@ Plain Python + pandas + NumPy, so it is unit-tested against the oracle without S
 
 from __future__ import annotations
 
-import gc
 import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.core.gcpause import gc_paused
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
@@ -315,13 +315,8 @@ class JoinInstance:
         a batch allocates events, dicts and tuples by the ten thousand, and each full
         collection would scan the whole heap — windows and member store included — for
         cycles none of them form."""
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return self._process(frame)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _process(self, frame: pd.DataFrame) -> list[pd.DataFrame]:
         budget = self.engine.shedder.wall_budget()

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.operators.config import DEFAULT_LATE_ESTIMATE, LateEstimate
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.disorder.quality.adwin import AdwinConfig
 from pipeline.operators.disorder.quality.buffer_manager import (
@@ -74,7 +75,6 @@ from pipeline.operators.disorder.quality.buffer_manager import (
 )
 from pipeline.operators.disorder.quality.delay_stats import StatisticsManager
 from pipeline.operators.disorder.quality.profiler import (
-    LateEstimate,
     ProductivityMaps,
     ProductivityProfiler,
 )
@@ -102,7 +102,7 @@ class QualityConfig:
     interval_ms: int
     granularity_ms: int
     windows_ms: tuple[int, ...]
-    late_estimate: LateEstimate = "max"
+    late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
     eq_sel: bool = False
     margin: float = TARGET_MARGIN
     headroom: float = TARGET_HEADROOM

@@ -16,12 +16,13 @@ delay (bin width g) and cover the last adaptation interval:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.config import LateEstimate
 from pipeline.operators.disorder.quality.delay_stats import delay_bin
 
 FloatArray = npt.NDArray[np.float64]
@@ -66,9 +67,6 @@ def _add_in_order(acc: dict[int, float], bins: npt.NDArray[np.int64],
         acc[d] = float(sums[d])
 
 
-LateEstimate = Literal["max", "mean"]
-
-
 class ProductivityProfiler:
     """Accumulates (delay, n^×, n^⋈) reports over one adaptation interval.
 
@@ -80,6 +78,8 @@ class ProductivityProfiler:
     tuples* (their raw delays go up to K + K^sync), only the late tuples' unobservable
     correlation is assumed away; the policy's conservative window model and margin on Γ'
     (:mod:`~pipeline.operators.disorder.quality.policy`) cover the recall guarantee instead.
+    Standing alone the profiler is Ji et al.'s ("max"); the quality policy always passes
+    the configured estimate (default :data:`~pipeline.operators.config.DEFAULT_LATE_ESTIMATE`).
     """
 
     def __init__(self, granularity_ms: int, late_estimate: LateEstimate = "max") -> None:
