@@ -33,8 +33,8 @@ with σ the pair selectivity of the probing tuple and stream r_{i,j} (the first-
 position j at all (Poisson; it stops once no partial result is left). N_{i,j} is as in
 the paper's model. Harvesting a position's windows therefore saves pairs and later
 positions' work, not the lookup — with an index, shedding windows buys less, and
-``c_w`` (``batchjoin.INDEX_WINDOW_COST``) is measured against a candidate's cost
-(``harvest bench join``, ``indexed.lookup_cost_fit``).
+``c_w`` (:data:`~pipeline.operators.join.run.INDEX_WINDOW_COST`) is measured against a
+candidate's cost (``harvest bench join``, ``indexed.lookup_cost_fit``).
 
 Each adaptation step builds the model from the measured rates and selectivities
 (:func:`build_model`, on :mod:`~pipeline.operators.shedding.online_stats`), with

@@ -227,7 +227,7 @@ class RandomDropShedder:
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"])
             obj.rng.bit_generator.state = snap["rng"]
-            if "plan_rng" in snap:  # (older snapshots: one stream; a fresh plan stream)
+            if "plan_rng" in snap:  # a snapshot without it starts a fresh plan stream
                 obj.plan_rng.bit_generator.state = snap["plan_rng"]
             obj.keep = np.asarray(snap["keep"], dtype=np.float64)
             obj.random_drops = int(snap["random_drops"])

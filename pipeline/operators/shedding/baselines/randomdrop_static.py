@@ -129,8 +129,8 @@ def uniform_keep(model: HarvestModel, budget: float, tol: float = 1e-9) -> float
 
 
 def _fit_sums(saved: Any) -> FloatArray:
-    """The wall fit's sums from a snapshot; a per-tuple fit's five (n, Σx, Σy, Σx², Σxy)
-    of an older snapshot are the eight with n_r = 1."""
+    """The wall fit's sums from a snapshot; five sums (n, Σx, Σy, Σx², Σxy: a per-tuple
+    fit) read as the eight with n_r = 1."""
     fit = np.asarray(saved, dtype=np.float64)
     if fit.shape == (5,):
         n, sx, sy, sxx, sxy = fit
@@ -167,7 +167,7 @@ class StaticRandomDropShedder:
         self.pending: int | None = None  # comparisons of the feedback probe charged next
         #: the batch path: comparisons of the run's feedback probes, in order
         self.pending_run: list[int] = []
-        #: the batch path's predicted modelled ms per admitted tuple (taildrop)
+        #: the batch path's predicted modelled ms per admitted tuple (budget.queue)
         self.service_ms = 0.0
         self.last_before = 0.0  # the queue's last arrival before the run being joined
         self.random_drops = 0

@@ -7,7 +7,7 @@ when nobody sheds but its input buffer is bounded (GrubJoin §III-B: tuples are 
 when a finite input buffer overflows).
 
 * virtual CPU: the queue holds ``queue`` tuples (the paper's 10), exactly the unshed
-  simulation `harvest bench grubjoin` ran before this mode existed;
+  simulation of `harvest bench grubjoin`;
 * wall clock (Spark): the queue is bounded in waiting time, ``queue_ms`` of modelled
   backlog (default Δ), :class:`~pipeline.operators.budget.wall.WallQueue`: the job drops
   instead of falling behind its input.

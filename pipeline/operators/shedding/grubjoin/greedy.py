@@ -136,20 +136,8 @@ def greedy_forward(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
     c_tot = ev.fixed
     o_tot = 0.0
     while True:
-        best, bi, bj = -1.0, -1, -1
-        for i in range(m):
-            if not init[i]:
-                continue
-            fr, ci, dci, doi, ni = frozen[i], counts[i], d_c[i], d_o[i], nmax[i]
-            for j in range(mm):
-                if fr[j] or ci[j] >= ni[j]:
-                    continue
-                if c_tot + dci[j] > budget:
-                    fr[j] = True  # infeasible → frozen for good
-                    continue
-                sc = _score(heuristic, c_tot + dci[j], o_tot + doi[j], dci[j], doi[j])
-                if sc > best:
-                    best, bi, bj = sc, i, j
+        best, bi, bj = _best_increment(heuristic, counts, frozen, init, nmax, (d_c, d_o),
+                                       (c_tot, o_tot), budget)
         ubest, ub = -1.0, -1
         for i in range(m):
             if init[i] or c_tot + i_c[i] > budget:
@@ -168,9 +156,8 @@ def greedy_forward(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
             counts[bi][bj] += 1
             dir_c[bi] += d_c[bi][bj]
             dir_o[bi] += d_o[bi][bj]
-        row = counts[bi]
         for j in range(mm):
-            cand = list(row)
+            cand = list(counts[bi])
             cand[j] = min(cand[j] + 1, nmax[bi][j])
             cc, co = ev.terms(bi, cand)
             d_c[bi][j] = cc - dir_c[bi]
@@ -178,6 +165,32 @@ def greedy_forward(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc
         c_tot = ev.fixed + sum(dir_c)
         o_tot = sum(dir_o)
     return np.array(counts, dtype=np.int64).reshape(m, mm)
+
+
+def _best_increment(heuristic: Heuristic, counts: list[list[int]], frozen: list[list[bool]],
+                    init: list[bool], nmax: list[list[int]],
+                    deltas: tuple[list[list[float]], list[list[float]]],
+                    totals: tuple[float, float], budget: float) -> tuple[float, int, int]:
+    """GREEDYPICK's best single-window increment (score, i, j) of the initialized
+    directions (score −1: none); an increment that no longer fits ``budget`` is frozen
+    for good (``frozen`` is updated)."""
+    d_c, d_o = deltas
+    c_tot, o_tot = totals
+    best, bi, bj = -1.0, -1, -1
+    for i in range(len(counts)):
+        if not init[i]:
+            continue
+        fr, ci, dci, doi, ni = frozen[i], counts[i], d_c[i], d_o[i], nmax[i]
+        for j in range(len(ci)):
+            if fr[j] or ci[j] >= ni[j]:
+                continue
+            if c_tot + dci[j] > budget:
+                fr[j] = True  # infeasible → frozen for good
+                continue
+            sc = _score(heuristic, c_tot + dci[j], o_tot + doi[j], dci[j], doi[j])
+            if sc > best:
+                best, bi, bj = sc, i, j
+    return best, bi, bj
 
 
 def greedy_reverse(model: HarvestModel, z: float, heuristic: Heuristic = "bdopdc") -> IntArray:
