@@ -7,10 +7,8 @@ them one JSON object per line (the ground truth for oracles).
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,21 +16,10 @@ from typing import Any
 import numpy as np
 
 from connectors.workloads.spec import WorkloadSpec
+from pipeline.core.gcpause import gc_paused
 
 SENSOR_FIELDS = ("stream", "seq", "event_time", "arrival_time", "value", "a1", "x", "y")
 NEWS_FIELDS = ("stream", "seq", "event_time", "arrival_time", "story", "agency", "keywords")
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building many small dicts (none of them form cycles)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -92,7 +79,7 @@ class Workload:
 
     def records(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
         """Records ``start``..``stop``-1 (arrival order) as Avro-ready dicts."""
-        with _gc_paused():
+        with gc_paused():
             return self._records(start, stop)
 
     def _records(self, start: int, stop: int | None) -> list[dict[str, Any]]:
