@@ -8,7 +8,7 @@ JARS := $(CACHE)/jars
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars native kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
+.PHONY: help venv jars native registry kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -45,13 +45,20 @@ $(CACHE)/lib/libjemalloc.so.2:
 
 native: $(CACHE)/lib/libjemalloc.so.2 ## Fetch jemalloc for the Spark JVM (optional; Debian's libjemalloc2)
 
+# Apicurio Registry for the avro-confluent format (the local Schema Registry, Java 21+):
+# downloaded from Maven Central and SHA-256 checked by connectors/launch/registry_dist.py
+registry: venv ## Fetch the local Schema Registry (Apicurio, from Maven Central; cached)
+	$(BIN)/python -c "from connectors.launch.registry_dist import fetch_distribution; \
+	from pipeline.core.settings import load_settings; \
+	print('registry:', fetch_distribution(load_settings().registry_dir))"
+
 kafka-up: venv jars ## Start the local single-node KRaft broker
 	$(BIN)/harvest kafka up
 
 kafka-down: venv ## Stop the local broker
 	$(BIN)/harvest kafka down
 
-test: venv jars native ## Run the import-layer contract, then the whole test suite (starts the local broker if needed)
+test: venv jars native registry ## Run the import-layer contract, then the whole test suite (starts the local broker if needed)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -79,6 +79,21 @@ def _short_name(schema: Mapping[str, Any]) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def schema_entry(schema: Mapping[str, Any]) -> SchemaEntry:
+    """The parsed entry of a record schema (:class:`SerializationError` if invalid)."""
+    name = _short_name(schema)
+    parsed = _parse(schema)
+    canonical = str(avro_schema.to_parsing_canonical_form(parsed))
+    return SchemaEntry(
+        name=name,
+        fingerprint=crc64_fingerprint(canonical),
+        canonical=canonical,
+        schema_json=json.dumps(schema),
+        parsed=parsed,
+        batch_encoder=FlatRecordEncoder.for_schema(schema),
+    )
+
+
 class AvroSerde:
     """Encode/decode harvest records as Avro single-object encoded bytes.
 
@@ -120,17 +135,8 @@ class AvroSerde:
 
         Returns the entry; registering the same schema twice is harmless.
         """
-        name = _short_name(schema)
-        parsed = _parse(schema)
-        canonical = str(avro_schema.to_parsing_canonical_form(parsed))
-        entry = SchemaEntry(
-            name=name,
-            fingerprint=crc64_fingerprint(canonical),
-            canonical=canonical,
-            schema_json=json.dumps(schema),
-            parsed=parsed,
-            batch_encoder=FlatRecordEncoder.for_schema(schema),
-        )
+        entry = schema_entry(schema)
+        name = entry.name
         known = self._by_fingerprint.get(entry.fingerprint)
         if known is not None and known.name != name:
             raise SerializationError(

@@ -16,7 +16,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from connectors.io.confluent import ConfluentSerde
 from connectors.io.consumer import Consumed, ConsumerConfig, Undecodable, consume
+from connectors.io.registry_client import RegistryOptions, SchemaRegistry
 from connectors.io.serde import AvroSerde
 from pipeline.cli.args import positive_float, positive_int
 from pipeline.core.logging import get_logger
@@ -37,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "consume",
         help="print the decoded Avro records of a topic",
         description="Read every partition of TOPIC and print its records decoded with the "
-        "schemas in schemas/. Undecodable records are reported on stderr.",
+        "schemas in schemas/, or, for records in the Confluent wire format, with their "
+        "writer schemas from the schema registry (HARVEST_SCHEMA_REGISTRY_URL or the one "
+        "`harvest registry up` runs). Undecodable records are reported on stderr.",
     )
     p.add_argument("topic", help="topic name, e.g. harvest.results")
     p.add_argument(
@@ -80,10 +84,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _serde(args: argparse.Namespace, settings: Settings) -> AvroSerde:
-    """harvest's serde, or with ``--spec`` the decoder of that spec's topic."""
+    """harvest's serde (reading the Confluent wire format too when a schema registry is
+    set or runs locally), or with ``--spec`` the decoder of that spec's topic."""
     serde = AvroSerde.from_dir(settings.schemas_dir)
     if args.spec is None:
-        return serde
+        if settings.resolved_schema_registry_url() is None:
+            return serde
+        registry = SchemaRegistry(RegistryOptions.from_settings(settings))
+        return ConfluentSerde(registry, fallback=serde)
     spec = load_spec(args.spec)
     prefix = topic_prefix(spec, settings.topic_prefix)
     plan = resolve_inputs(spec, settings.schemas_dir, prefix=prefix)

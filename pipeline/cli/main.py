@@ -18,6 +18,7 @@ from pipeline.core.settings import load_settings
 
 SUBCOMMAND_MODULES = (
     "pipeline.cli.kafka_cmd",
+    "pipeline.cli.registry_cmd",
     "pipeline.cli.produce_cmd",
     "pipeline.cli.consume_cmd",
     "pipeline.cli.dump_cmd",

@@ -10,6 +10,7 @@ even if publishing fails halfway. Progress bar and summary go to stderr.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from collections.abc import Callable
@@ -154,6 +155,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--partitions", type=positive_int, default=1, help="partitions of new topics (1)"
     )
+    p.add_argument(
+        "--format",
+        choices=["avro", "avro-confluent"],
+        default="avro",
+        help="wire format: avro (single-object encoding, default) or avro-confluent (the "
+        "Schema Registry's: magic byte 0 + schema id + body; the schema is registered under "
+        "<topic>-value in HARVEST_SCHEMA_REGISTRY_URL or the `harvest registry up` one)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -232,6 +241,8 @@ def _publish(
 
     config = ProducerConfig.from_settings(settings, topic_partitions=args.partitions)
     serde = AvroSerde.from_dir(settings.schemas_dir)
+    if args.format == "avro-confluent":
+        serde = _confluent_serde(settings, serde, workload.schema, topics)
     pace = None if args.fast else Pacing(speedup=args.speedup)
     with _progress(console) as bar:
         task = bar.add_task("produce", total=len(workload), rate="")
@@ -273,6 +284,21 @@ def _publish(
                       "not delivered[/red]")
         return 1
     return 0
+
+
+def _confluent_serde(settings: Settings, own: Any, schema_name: str,
+                     topics: dict[str, str]) -> Any:
+    """A serde writing the Confluent wire format, ``schema_name`` registered under every
+    topic's ``<topic>-value`` subject."""
+    from connectors.io.confluent import ConfluentSerde
+    from connectors.io.registry_client import RegistryOptions, SchemaRegistry, value_subject
+
+    serde = ConfluentSerde(SchemaRegistry(RegistryOptions.from_settings(settings)))
+    entry = serde.register_writer(json.loads(own.schema_json(schema_name)),
+                                  [value_subject(t) for t in topics.values()])
+    log.info("schema registered", schema=schema_name, schema_id=entry.schema_id,
+             subjects=[value_subject(t) for t in topics.values()])
+    return serde
 
 
 def _topic_of(topics: dict[str, str]) -> Callable[[Any], str]:

@@ -23,6 +23,7 @@ SECRET_KEYS = frozenset({
     "ssl.keystore.password",
     "ssl.truststore.password",
     "ssl.keystore.key",
+    "basic.auth.user.info",
 })
 MASK = "**********"
 _JAAS_PASSWORD = re.compile(r'password="((?:[^"\\]|\\.)*)"')

@@ -54,6 +54,15 @@ class Settings(BaseSettings):
     #: ``ssl.ca.location``; the Spark job's Java clients get it as a PEM truststore)
     ssl_ca_location: Path | None = None
     java_home: Path | None = None
+    schema_registry_url: str | None = Field(
+        default=None,
+        description="Confluent-compatible Schema Registry base URL (for Apicurio "
+        "``<host>/apis/ccompat/v7``); default: the local registry's URL recorded by "
+        "`harvest registry up`",
+    )
+    #: the registry's HTTP basic auth, ``user:password`` (https: verified with
+    #: ``ssl_ca_location`` when set)
+    schema_registry_user_info: SecretStr | None = None
     #: the Spark JVM's malloc: ``auto`` = jemalloc when ``make native`` installed it
     native_allocator: Literal["auto", "glibc"] = "auto"
     #: RocksDB state store memory per Spark JVM (block cache + write buffers), MB
@@ -73,6 +82,23 @@ class Settings(BaseSettings):
     def kafka_dir(self) -> Path:
         """Data, logs, pid file and recorded bootstrap address of the local broker."""
         return self.cache_dir / "kafka"
+
+    @property
+    def registry_dir(self) -> Path:
+        """Distribution, logs, pid file and recorded URL of the local Schema Registry."""
+        return self.cache_dir / "registry"
+
+    def resolved_schema_registry_url(self) -> str | None:
+        """The registry to use: explicit setting, then the local registry's record, else
+        None (no registry)."""
+        if self.schema_registry_url:
+            return self.schema_registry_url.rstrip("/")
+        record = self.registry_dir / "url"
+        if record.exists():
+            text = record.read_text().strip()
+            if text:
+                return text
+        return None
 
     def resolved_bootstrap(self) -> str:
         """The bootstrap servers to use: explicit setting, then the local broker's record."""
