@@ -10,6 +10,11 @@
 
 It reports which one it used on the terminal and in the summary. ``topic_prefix`` gives
 every test its own topic prefix so tests sharing the broker never see each other's data.
+
+``schema_registry`` (session) is the Confluent-compatible URL of a real Schema Registry:
+``SCHEMA_REGISTRY_URL`` when set, else the local Apicurio registry
+(:class:`connectors.launch.registry.LocalRegistry`, i.e. `harvest registry up`), started
+if needed and stopped at session end only if this session started it.
 """
 
 from __future__ import annotations
@@ -24,23 +29,26 @@ from connectors.io.admin import wait_for_broker
 from connectors.launch.broker import LocalKafka
 from connectors.launch.broker_config import BrokerConfig
 from connectors.launch.docker_probe import docker_engine_answers
+from connectors.launch.registry import LocalRegistry, RegistryConfig, answers
 from pipeline.core.settings import load_settings
 
 _KAFKA_SOURCES: list[str] = []
 
 
-def _announce(request: pytest.FixtureRequest, text: str) -> None:
-    """Print which broker the session uses now (visible without -s) and in the summary."""
-    _KAFKA_SOURCES.append(text)
+def _announce(request: pytest.FixtureRequest, text: str, fixture: str = "kafka_bootstrap"
+              ) -> None:
+    """Print which broker (or registry) the session uses now (visible without -s) and in
+    the summary."""
+    _KAFKA_SOURCES.append(f"{fixture}: {text}")
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        reporter.write_line(f"\nkafka_bootstrap: {text}")
+        reporter.write_line(f"\n{fixture}: {text}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Repeat the broker choice at the end of the run."""
-    for text in _KAFKA_SOURCES:
-        terminalreporter.write_line(f"kafka_bootstrap: {text}")
+    for line in _KAFKA_SOURCES:
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +86,29 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         if not was_running:
             broker.down()
+
+
+@pytest.fixture(scope="session")
+def schema_registry(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The Confluent-compatible base URL of a real Schema Registry."""
+    from_env = os.environ.get("SCHEMA_REGISTRY_URL", "").strip().rstrip("/")
+    if from_env:
+        assert answers(from_env, timeout=10.0), f"SCHEMA_REGISTRY_URL={from_env} does not answer"
+        _announce(request, f"{from_env} (from SCHEMA_REGISTRY_URL)", "schema_registry")
+        yield from_env
+        return
+    registry = LocalRegistry(RegistryConfig.from_settings(load_settings()))
+    was_running = registry.status().running
+    status = registry.up()
+    assert status.url is not None
+    how = "already running" if was_running else "started for this session"
+    _announce(request, f"{status.url} (local Apicurio, {how}; pid {status.pid})",
+              "schema_registry")
+    try:
+        yield status.url
+    finally:
+        if not was_running:
+            registry.down()
 
 
 @pytest.fixture
