@@ -10,7 +10,8 @@ version of a subject decodes into one shape.
 
 A record that cannot be read is rejected with one of three reasons, each naming itself
 (the dead-letter reason, ARCHITECTURE §7): ``bad magic byte`` (or a record shorter than
-the header), ``unknown schema id``, ``undecodable body``.
+the header), ``unknown schema id``, ``undecodable body``. Bytes after the record are
+ignored, as confluent-kafka's ``AvroDeserializer`` and Spark's ``from_avro`` ignore them.
 """
 
 from __future__ import annotations
@@ -173,9 +174,6 @@ class ConfluentSerde(AvroSerde):
         except Exception as exc:  # EOFError, SchemaResolutionError, UnicodeDecodeError...
             raise SerializationError(f"undecodable body of {size} bytes for {where}: "
                                      f"{type(exc).__name__}: {exc}") from None
-        if body.tell() != size:
-            raise SerializationError(f"undecodable body: {size - body.tell()} trailing bytes "
-                                     f"after a record of {body.tell()} bytes for {where}")
         if not isinstance(record, dict):
             raise SerializationError(f"undecodable body: {where} is not a record")
         return target.name, record
