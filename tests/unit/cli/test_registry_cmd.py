@@ -76,3 +76,19 @@ def test_produce_confluent_without_registry_is_a_config_error(empty_cache: Path)
     with pytest.raises(ConfigError, match="HARVEST_SCHEMA_REGISTRY_URL"):
         _confluent_serde(settings, AvroSerde.from_dir(PROJECT_ROOT / "schemas"),
                          "sensor_reading", {"s1": "t"})
+
+
+def test_consume_reads_the_confluent_format_given_a_registry(empty_cache: Path) -> None:
+    import argparse
+
+    from pipeline.cli.consume_cmd import _serde
+
+    args = argparse.Namespace(spec=None)
+    assert not isinstance(_serde(args, Settings(cache_dir=empty_cache)), ConfluentSerde)
+    with_registry = Settings(cache_dir=empty_cache, schema_registry_url="mock://consume")
+    serde = _serde(args, with_registry)
+    assert isinstance(serde, ConfluentSerde)
+    reading = {"stream": "s1", "seq": 1, "event_time": 100, "arrival_time": 130,
+               "value": 20.5, "a1": 3, "x": 0.0, "y": 0.0}
+    own = AvroSerde.from_dir(PROJECT_ROOT / "schemas").encode("sensor_reading", reading)
+    assert serde.decode(own) == ("sensor_reading", reading)  # harvest's own records too
