@@ -17,8 +17,8 @@ from bench.join.baselines import (
     row,
 )
 from pipeline.operators.config import EngineConfig
-from pipeline.operators.engine.batch import MAX_RUN
 from pipeline.operators.engine.engine import Engine
+from pipeline.operators.engine.step import MAX_RUN
 from pipeline.operators.events import Event
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.join.run import encode_dense

@@ -30,17 +30,15 @@ the wall clock):
    rows are queued for :meth:`Engine.drain_metrics`. After a slack adaptation the
    engine re-applies the (possibly smaller) K to every K-slack buffer at once.
 
-Optional batch hooks (ours; :mod:`~pipeline.operators.engine.batch`): with them
+Optional abilities for runs of tuples (ours): a plug-in declares each by subclassing
+its ABC below, and the engine looks them up once, when it is built. With them
 :meth:`Engine.process_many` runs K-slack, the Synchronizer and the join a run of tuples
-at a time, with the same outcome as the call sequence above. A K policy sets
-``batch_front = True`` if K changes only in ``maybe_adapt`` and may offer
-``observe_arrivals(streams, ts, delays)`` / ``observe_joins(streams, ts, delays, results,
-cross, late)``; a shedder offers ``admit_run(streams, now) -> bool`` (False, with no side
-effect: admit tuple by tuple) and ``charge_run(costs, now)`` — or, if it drops some tuples
-of a run (the drop baselines), ``admit_some(streams, nows)`` → the admitted mask (None,
-with no side effect: tuple by tuple) and ``charge_some(costs, nows)`` for the admitted
-ones — and may offer ``plan_run(streams)`` (None: call ``plan`` per tuple) or
-``never_plans = True``.
+at a time (:class:`~pipeline.operators.engine.step.JoinStep`), with the same outcome as
+the call sequence above. A K policy is :class:`SteadyK` if K changes only in
+``maybe_adapt`` and may be :class:`ObservesRuns`; a shedder is :class:`AdmitsRuns`
+(all of a run or, with no side effect, tuple by tuple) or :class:`DropsFromRuns` (the
+drop baselines: some tuples of a run), and may be :class:`PlansRuns` or
+:class:`NeverPlans`.
 
 Every plug-in is created by ``cls.create(config, env)`` and restored by
 ``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
@@ -52,15 +50,23 @@ runtime injects (clocks, speed-up); ``snapshot()`` returns plain Python/NumPy da
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
+
+I64 = NDArray[np.int64]
+F64 = NDArray[np.float64]
+B8 = NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -177,3 +183,67 @@ class ShedderFactory(Protocol):
     def from_snapshot(
         self, config: EngineConfig, snap: dict[str, Any], env: PluginEnv
     ) -> Shedder: ...
+
+
+# ---------------------------------------------------------------------- abilities (runs)
+class SteadyK(ABC):  # noqa: B024 (a declared ability without methods)
+    """A :class:`SlackPolicy` whose K changes only in ``maybe_adapt``, never with an
+    arrival: between two boundaries L the engine runs K-slack and the Synchronizer over
+    a segment of arrivals at once (Ji et al. Alg. 1 vectorized; not Max-K-slack)."""
+
+
+class ObservesRuns(ABC):
+    """A :class:`SlackPolicy` that observes a run of tuples at once — the same state as
+    ``observe_arrival``/``observe_join`` tuple by tuple, in order."""
+
+    @abstractmethod
+    def observe_arrivals(self, streams: I64, ts: I64, delays: I64) -> None:
+        """``observe_arrival`` for every arrival of a segment."""
+
+    @abstractmethod
+    def observe_joins(self, streams: I64, ts: I64, delays: I64, results: I64, cross: I64,
+                      late: B8) -> None:
+        """``observe_join`` for every tuple of a run (results = cross = 0 where late)."""
+
+
+class AdmitsRuns(ABC):
+    """A :class:`Shedder` that admits a whole run or leaves it to ``admit`` tuple by
+    tuple, and is charged for a run at once."""
+
+    @abstractmethod
+    def admit_run(self, streams: I64, now: int) -> bool:
+        """Whether every tuple of the run enters the join; False, with no side effect:
+        the engine asks ``admit`` tuple by tuple."""
+
+    @abstractmethod
+    def charge_run(self, costs: F64, now: int) -> None:
+        """``charge`` for every tuple of an admitted run (one cost per tuple, in order)."""
+
+
+class DropsFromRuns(ABC):
+    """A :class:`Shedder` that admits some tuples of a run (random drops, a queue bounded
+    in wall-clock waiting time); the dropped ones leave the run before the join, exactly
+    as a False ``admit`` leaves a tuple."""
+
+    @abstractmethod
+    def admit_some(self, streams: I64, nows: I64) -> B8 | None:
+        """The mask of admitted tuples (``nows``: each tuple's engine clock); None, with
+        no side effect: the engine asks ``admit`` tuple by tuple."""
+
+    @abstractmethod
+    def charge_some(self, costs: F64, nows: I64) -> None:
+        """``charge`` for each tuple admitted by :meth:`admit_some`, in order."""
+
+
+class PlansRuns(ABC):
+    """A :class:`Shedder` that plans a run's in-order tuples at once."""
+
+    @abstractmethod
+    def plan_run(self, streams: I64) -> list[ProbePlan | None] | None:
+        """``plan`` for each direction of ``streams``, with the same draws; None, with no
+        side effect: the engine asks ``plan`` tuple by tuple."""
+
+
+class NeverPlans(ABC):  # noqa: B024 (a declared ability without methods)
+    """A :class:`Shedder` whose ``plan`` is always None (full scans, default order): the
+    engine does not ask."""

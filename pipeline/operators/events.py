@@ -21,6 +21,9 @@ from pipeline.core.gcpause import gc_paused
 
 #: keys of a dump record that are not workload attributes
 ENVELOPE_KEYS = frozenset({"stream", "seq", "event_time", "arrival_time"})
+#: a stream time before every timestamp: the initial ^iT of K-slack, the Synchronizer's
+#: time, ⋈T and the engine clock
+NEG_INF = -(2**62)
 
 
 @dataclass(frozen=True, slots=True)

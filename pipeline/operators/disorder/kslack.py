@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.events import Event, event_from_state, event_state
-
-NEG_INF = -(2**62)
+from pipeline.operators.events import NEG_INF, Event, event_from_state, event_state
 
 #: (event, raw delay) as it travels K-slack -> Synchronizer -> join
 Tagged = tuple[Event, int]

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.operators.disorder.kslack import NEG_INF, KSlack, Tagged
+from pipeline.operators.disorder.kslack import KSlack, Tagged
 from pipeline.operators.disorder.synchronizer import Synchronizer
-from pipeline.operators.events import Event
+from pipeline.operators.events import NEG_INF, Event
 
 I64 = NDArray[np.int64]
 

@@ -15,19 +15,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.contract import PluginEnv
+from pipeline.operators.contract import ObservesRuns, PluginEnv, SteadyK
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
 
 
-class BaselinePolicy:
+class BaselinePolicy(ObservesRuns):
     """Shared mechanics: track max delay, report K at each boundary."""
 
     mode = "baseline"
     needs_cross = False
-    #: K changes only in :meth:`maybe_adapt` (not Max-K-slack): K-slack may run vectorized
-    batch_front = True
 
     def __init__(self, k_ms: int = 0) -> None:
         self.k_ms = k_ms
@@ -81,24 +79,23 @@ class BaselinePolicy:
         return policy
 
 
-class NoSlack(BaselinePolicy):
+class NoSlack(BaselinePolicy, SteadyK):
     """No-K-slack: K = 0."""
 
     mode = "none"
 
 
-class FixedSlack(BaselinePolicy):
+class FixedSlack(BaselinePolicy, SteadyK):
     """Fixed K = ``disorder.slack_ms``."""
 
     mode = "fixed"
 
 
 class MaxSlack(BaselinePolicy):
-    """Max-K-slack: K = max raw delay observed so far (over all streams)."""
+    """Max-K-slack: K = max raw delay observed so far (over all streams); K changes with
+    arrivals, so it is not :class:`~pipeline.operators.contract.SteadyK`."""
 
     mode = "max"
-    #: K = the largest delay so far changes with every arrival
-    batch_front = False
 
     def current_k(self) -> int:
         return self.max_delay

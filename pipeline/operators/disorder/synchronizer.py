@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.disorder.kslack import NEG_INF, Tagged
-from pipeline.operators.events import Event, event_from_state, event_state
+from pipeline.operators.disorder.kslack import Tagged
+from pipeline.operators.events import NEG_INF, Event, event_from_state, event_state
 
 
 @dataclass(frozen=True, slots=True)

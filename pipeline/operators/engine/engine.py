@@ -3,48 +3,37 @@
 Driven by the records' ``arrival_time`` (the engine clock, never the wall clock). The
 disorder policy (:class:`~pipeline.operators.contract.SlackPolicy`) sizes the common K
 (Same-K, Ji et al. Theorem 1) and the shedder (:class:`~pipeline.operators.contract.Shedder`)
-throttles the join (GrubJoin); see ``hooks.py`` for the exact call sequence.
+throttles the join (GrubJoin); :mod:`~pipeline.operators.contract` gives the exact call
+sequence. The engine keeps the clock, the adaptation boundaries (L, Δ), K-slack and the
+Synchronizer; what they release goes through the
+:class:`~pipeline.operators.engine.step.JoinStep` (admit → plan → probe → observe →
+charge) tuple by tuple, or run by run where the plug-ins allow it.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import EngineConfig
-from pipeline.operators.contract import PluginEnv, Shedder, SlackPolicy
-from pipeline.operators.disorder.kslack import NEG_INF, KSlack, KSlackConfig, Tagged
+from pipeline.operators.contract import ObservesRuns, PluginEnv, Shedder, SlackPolicy, SteadyK
+from pipeline.operators.disorder.kslack import KSlack, KSlackConfig, Tagged
+from pipeline.operators.disorder.run_front import Released, kslack_run, sync_run
 from pipeline.operators.disorder.synchronizer import Synchronizer, SynchronizerConfig
-from pipeline.operators.engine import batch as engine_batch
-from pipeline.operators.events import Event, JoinResult, results_from_arrays
-from pipeline.operators.join.config import Outcome
+from pipeline.operators.engine.stats import EngineStats
+from pipeline.operators.engine.step import JoinStep
+from pipeline.operators.events import NEG_INF, Event, JoinResult, results_from_arrays
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.memory.join import BoundedJoin, make_join
 from pipeline.operators.registry import shedder_class, slack_policy_class
 
 #: more interval boundaries than this inside one clock jump are collapsed into one call
 MAX_BOUNDARIES_PER_TICK = 1000
-
-
-@dataclass
-class EngineStats:
-    """Counters: inputs, results, dropped (shedder), late (inserted, not probed),
-    discarded (too late for the window), comparisons (nested-loop tuple comparisons, the
-    cost-model unit), checks (pair predicate evaluations actually run), cost
-    (comparisons + per-tuple cost)."""
-
-    inputs: int = 0
-    results: int = 0
-    dropped: int = 0
-    late: int = 0
-    discarded: int = 0
-    comparisons: int = 0
-    checks: int = 0
-    cost: float = 0.0
 
 
 class Engine:
@@ -57,9 +46,12 @@ class Engine:
         *,
         slack: SlackPolicy | None = None,
         shedder: Shedder | None = None,
+        join: MWayJoin | None = None,
+        stats: EngineStats | None = None,
     ) -> None:
         """``env`` is handed to the plug-ins the engine creates (default: no wall clock);
-        ``slack``/``shedder`` are plug-ins built already (:meth:`from_snapshot`)."""
+        ``slack``/``shedder``/``join``/``stats`` are parts built already
+        (:meth:`from_snapshot`)."""
         self.config = config
         self.env = env if env is not None else PluginEnv()
         self.slack = slack if slack is not None else slack_policy_class(
@@ -69,20 +61,26 @@ class Engine:
         self.kslacks = [KSlack(KSlackConfig(i)) for i in range(config.m)]
         self.sync = Synchronizer(SynchronizerConfig(config.m))
         #: with ``[memory]`` on, a :class:`BoundedJoin` (windows of at most M tuples)
-        self.join: MWayJoin = make_join(config.join_config(), config.memory)
+        self.join: MWayJoin = join if join is not None else make_join(
+            config.join_config(), config.memory)
+        self.stats = stats if stats is not None else EngineStats()
+        self.step = JoinStep(config, self.join, self.slack, self.shedder, self.stats)
         self.clock = NEG_INF
         self.next_interval: int | None = None
         self.next_adapt: int | None = None
-        self.stats = EngineStats()
         self._metrics: list[dict[str, Any]] = []
-        #: result rows (seqs, tss) of the current public call, built into results once
-        self._pending: list[tuple[Any, Any]] = []
-        #: inside a batch call: released tuples go through the batch path
-        self._batching = False
-        #: pair evaluations actually run (a diagnostic, not state): the batch path tests
-        #: whole blocks, so it runs more than ``stats.checks`` counts (what a per-tuple
-        #: probe runs), depending on how the input was batched
-        self.pairs_evaluated = 0
+        #: K changes only at boundaries: K-slack and the Synchronizer may run vectorized
+        self._steady = isinstance(self.slack, SteadyK)
+        self._observe_arrivals = (self.slack.observe_arrivals
+                                  if isinstance(self.slack, ObservesRuns) else None)
+        #: inside a call on the run path: released tuples go through the step as runs
+        self._runs = False
+
+    @property
+    def pairs_evaluated(self) -> int:
+        """Pair evaluations the join actually ran (a diagnostic, not state; see
+        :attr:`JoinStep.pairs_evaluated`)."""
+        return self.step.pairs_evaluated
 
     # ------------------------------------------------------------------ input
     def process(self, event: Event) -> list[JoinResult]:
@@ -93,19 +91,19 @@ class Engine:
     def process_many(self, events: Iterable[Event]) -> list[JoinResult]:
         """:meth:`process` for each event, results concatenated (built in one go).
 
-        Batch path (ours, :mod:`~pipeline.operators.engine.batch`): when the plug-ins
-        allow it, K-slack, the Synchronizer and the join (Ji et al. Alg. 2) handle the
-        events run by run with array operations — the same results, in the same order."""
-        if engine_batch.front_batchable(self):
-            self._batching = True
-            try:
-                engine_batch.run_events(self, events if isinstance(events, Sequence)
-                                        else list(events))
-            finally:
-                self._batching = False
-        else:
+        Run path (ours): when K changes only at boundaries (:class:`SteadyK`), K-slack and
+        the Synchronizer (Ji et al. Alg. 1) handle the events segment by segment with
+        array operations and the join step takes what they release as runs — the same
+        results, in the same order."""
+        if not self._steady:
             for ev in events:
                 self._process_one(ev)
+            return self._drain_results()
+        self._runs = True
+        try:
+            self._process_segments(events if isinstance(events, Sequence) else list(events))
+        finally:
+            self._runs = False
         return self._drain_results()
 
     def _process_one(self, event: Event) -> None:
@@ -117,11 +115,61 @@ class Engine:
         if released:
             self._to_join(released)
 
+    def _process_segments(self, events: Sequence[Event]) -> None:
+        """Every event as :meth:`_process_one` would, segment by segment.
+
+        The cyclic garbage collector is paused meanwhile: the run path allocates plain
+        tuples (buffer entries, results) by the thousand, and each collection would scan
+        the caller's whole heap — the input events included — for cycles none of them
+        can form."""
+        n = len(events)
+        if n == 0:
+            return
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            arrivals = np.fromiter((e.arrival for e in events), np.int64, n)
+            reach = np.maximum.accumulate(arrivals)
+            i = 0
+            while i < n:
+                i = self._segment(events, arrivals, reach, i)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _segment(self, events: Sequence[Event], arrivals: Any, reach: Any, i: int) -> int:
+        """The events from ``i`` up to the next adaptation boundary (L or Δ) through
+        K-slack and the Synchronizer at once, K fixed; returns where the next one starts.
+        Each released tuple joins at the clock of the arrival that released it."""
+        n = len(events)
+        self._advance(int(arrivals[i]))
+        assert self.next_interval is not None and self.next_adapt is not None
+        bound = min(self.next_interval, self.next_adapt)
+        j = min(n, i + 1 + int(reach[i + 1 :].searchsorted(bound, "left")))
+        seg_clock = np.maximum(reach[i:j], self.clock)
+        self.clock = int(seg_clock[-1])
+        part = events[i:j]
+        streams = np.fromiter((e.stream for e in part), np.int64, j - i)
+        ts = np.fromiter((e.ts for e in part), np.int64, j - i)
+        seqs = np.fromiter((e.seq for e in part), np.int64, j - i)
+        delays, released, at = kslack_run(self.kslacks, part, streams, ts, seqs,
+                                          self.slack.current_k())
+        if self._observe_arrivals is not None:
+            self._observe_arrivals(streams, ts, delays)
+        else:
+            for s, t, d in zip(streams.tolist(), ts.tolist(), delays.tolist(), strict=True):
+                self.slack.observe_arrival(s, t, d)
+        self.stats.inputs += j - i
+        if len(released):
+            joined, step = sync_run(self.sync, released)
+            self.step.run(joined, seg_clock[at[step]])
+        return j
+
     def _drain_results(self) -> list[JoinResult]:
         """The pending result rows as :class:`JoinResult` objects, in join order."""
-        if not self._pending:
+        pending = self.step.take_results()
+        if not pending:
             return []
-        pending, self._pending = self._pending, []
         if len(pending) == 1:
             seqs, tss = pending[0]
         else:
@@ -168,17 +216,17 @@ class Engine:
 
     def flush(self) -> list[JoinResult]:
         """End of input: release every K-slack and the Synchronizer in ts order."""
-        self._batching = engine_batch.front_batchable(self)
+        self._runs = self._steady
         try:
             for ks in self.kslacks:
                 self._to_join(ks.flush())
-            if self._batching:
-                engine_batch.join_run(self, self.sync.flush(), self.clock)
+            if self._runs:
+                self.step.run(self.sync.flush(), self.clock)
             else:
                 for ev, delay in self.sync.flush():
-                    self._join_one(ev, delay)
+                    self.step.one(ev, delay, self.clock)
         finally:
-            self._batching = False
+            self._runs = False
         return self._drain_results()
 
     def memory_metrics(self) -> dict[str, Any] | None:
@@ -215,42 +263,13 @@ class Engine:
         return boundary
 
     def _to_join(self, tagged: list[Tagged]) -> None:
-        if self._batching:  # Alg. 1 and the join over the whole release at once
-            joined, _ = engine_batch.sync_run(self.sync, engine_batch.Released.of(tagged))
-            engine_batch.join_run(self, joined, self.clock)
+        if self._runs:  # Alg. 1 and the join step over the whole release at once
+            joined, _ = sync_run(self.sync, Released.of(tagged))
+            self.step.run(joined, self.clock)
             return
         for item in tagged:
             for ev, delay in self.sync.push(item):
-                self._join_one(ev, delay)
-
-    def _join_one(self, ev: Event, delay: int) -> None:
-        stats = self.stats
-        if not self.shedder.admit(ev, self.clock):
-            stats.dropped += 1
-            return
-        enc = self.config.predicate.encode(ev.attrs)
-        plan = self.shedder.plan(ev.stream) if ev.ts >= self.join.join_time else None
-        res = self.join.process(ev.stream, ev.ts, ev.seq, enc, plan)
-        if res.outcome is Outcome.PROBED:
-            cross = self.join.cross_count(ev.stream, ev.ts) if self.slack.needs_cross else 0
-            self.slack.observe_join(ev.stream, ev.ts, delay, res.count, cross, False)
-            if res.feedback is not None:
-                self.shedder.observe_probe(res.feedback)
-        else:
-            if res.outcome is Outcome.LATE:
-                stats.late += 1
-            else:
-                stats.discarded += 1
-            self.slack.observe_join(ev.stream, ev.ts, delay, 0, 0, True)
-        cost = res.cost + self.config.tuple_cost + (self.config.probe_cost if res.cost else 0.0)
-        self.shedder.charge(cost, self.clock)
-        stats.comparisons += res.cost
-        stats.checks += res.checks
-        self.pairs_evaluated += res.checks
-        stats.cost += cost
-        stats.results += res.count
-        if res.count:
-            self._pending.append((res.seqs, res.tss))
+                self.step.one(ev, delay, self.clock)
 
     # ------------------------------------------------------------------ state
     def snapshot(self) -> dict[str, Any]:
@@ -314,11 +333,16 @@ class Engine:
                 config, snap["slack"], env)
             shedder = shedder_class(config.shedding.mode).from_snapshot(
                 config, snap["shedder"], env)
-            eng = cls(config, env, slack=slack, shedder=shedder)
+            join: MWayJoin
+            if config.memory.enabled:
+                join = BoundedJoin.restore(config.join_config(), config.memory, snap["join"])
+            else:
+                join = MWayJoin.from_snapshot(config.join_config(), snap["join"])
+            eng = cls(config, env, slack=slack, shedder=shedder, join=join,
+                      stats=EngineStats(**snap["stats"]))
             eng.clock = int(snap["clock"])
             eng.next_interval = snap["next_interval"]
             eng.next_adapt = snap["next_adapt"]
-            eng.stats = EngineStats(**snap["stats"])
             eng._metrics = list(snap["metrics"])
             if len(snap["kslacks"]) != config.m:
                 raise OperatorStateError(
@@ -328,10 +352,6 @@ class Engine:
                 KSlack.from_snapshot(KSlackConfig(i), s) for i, s in enumerate(snap["kslacks"])
             ]
             eng.sync = Synchronizer.from_snapshot(SynchronizerConfig(config.m), snap["sync"])
-            if config.memory.enabled:
-                eng.join = BoundedJoin.restore(config.join_config(), config.memory, snap["join"])
-            else:
-                eng.join = MWayJoin.from_snapshot(config.join_config(), snap["join"])
         except (KeyError, TypeError) as exc:
             raise OperatorStateError(f"cannot restore engine snapshot: {exc!r}") from exc
         return eng

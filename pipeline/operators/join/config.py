@@ -1,12 +1,11 @@
 """The m-way join's frozen configuration and per-tuple output (Ji et al. Alg. 2 outcomes;
-GrubJoin basic windows): :class:`JoinConfig`, :class:`JoinOutput`, :class:`Outcome`.
-Imported through :mod:`pipeline.operators.join.mjoin`."""
+GrubJoin basic windows): :class:`JoinConfig`, :class:`JoinOutput`, :class:`Outcome`."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import IntEnum
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,12 +17,12 @@ from pipeline.operators.join.predicates import Predicate
 I64 = NDArray[np.int64]
 
 
-class Outcome(Enum):
-    """What Alg. 2 did with a tuple."""
+class Outcome(IntEnum):
+    """What Alg. 2 did with a tuple; the run path stores the values in int8 arrays."""
 
-    PROBED = "probed"
-    LATE = "late"
-    DISCARDED = "discarded"
+    PROBED = 0
+    LATE = 1
+    DISCARDED = 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """The per-tuple probe's steps against one stored basic window (GrubJoin §1.3 nested
 loops, §IV harvested logical windows; the ``[join] index`` lookup): which rows are
 selected, which match the probing tuple, which of those match the partial results, and
-the partial results' extension. Used by :meth:`MWayJoin.probe`
-(:mod:`pipeline.operators.join.mjoin`); the batched probe is :mod:`batchprobe`."""
+the partial results' extension. Used by the probe of one tuple
+(:mod:`~pipeline.operators.join.tuple_probe`); the run probe path has its own
+(:mod:`~pipeline.operators.join.run_probe`)."""
 
 from __future__ import annotations
 

@@ -7,11 +7,12 @@ seq) sorted by value, so a whole batch of probes finds its candidate rows with t
 then filtered by the probe's visibility (ts ≥ ts_i − W_l, harvested logical windows)
 and re-checked with the exact predicate.
 
-It is kept in step with the window by the batched join (:mod:`batchjoin`): the run's
-inserted tuples are merged in, and the rows of expired basic windows dropped (every
-row of an expired basic window is older than the first remaining one's start, so the
-index holds exactly the window's rows). Inserts go to a small sorted *tail*, merged into
-the main array once it outgrows a fraction of it (amortized O(1) moves per insert).
+It is kept in step with the window by the run probe path
+(:mod:`~pipeline.operators.join.run`): the run's inserted tuples are merged in, and the
+rows of expired basic windows dropped (every row of an expired basic window is older
+than the first remaining one's start, so the index holds exactly the window's rows).
+Inserts go to a small sorted *tail*, merged into the main array once it outgrows a
+fraction of it (amortized O(1) moves per insert).
 Anything else that changes the window (the per-tuple path, a restore) marks it stale and
 it is rebuilt from the basic windows on next use.
 """

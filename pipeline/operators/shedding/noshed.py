@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.contract import PluginEnv, WallAccount
+from pipeline.operators.contract import AdmitsRuns, NeverPlans, PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
@@ -13,11 +13,8 @@ if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
 
 
-class NoShedder:
+class NoShedder(AdmitsRuns, NeverPlans):
     """No load shedding: the full join (GrubJoin's z = 1 baseline)."""
-
-    #: :meth:`plan` is always None (the engine's batch path skips asking)
-    never_plans = True
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> NoShedder:

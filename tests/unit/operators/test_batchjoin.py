@@ -22,9 +22,9 @@ from pipeline.operators.join.config import JoinConfig, Outcome
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.join.plan import ProbePlan
 from pipeline.operators.join.predicates import build_predicate
-from pipeline.operators.join.run import DISCARDED, LATE, PROBED, encode_dense
+from pipeline.operators.join.run import encode_dense
 
-CODES = {Outcome.PROBED: PROBED, Outcome.LATE: LATE, Outcome.DISCARDED: DISCARDED}
+CODES = {o: o.value for o in Outcome}
 
 
 def _predicate(kind: str) -> Any:

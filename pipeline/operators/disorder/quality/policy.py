@@ -66,7 +66,7 @@ import numpy as np
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import DEFAULT_LATE_ESTIMATE, LateEstimate
-from pipeline.operators.contract import PluginEnv
+from pipeline.operators.contract import ObservesRuns, PluginEnv, SteadyK
 from pipeline.operators.disorder.quality.adwin import AdwinConfig
 from pipeline.operators.disorder.quality.buffer_manager import (
     ResultSizeMonitor,
@@ -153,14 +153,13 @@ def merge_maps(maps: Iterable[ProductivityMaps]) -> ProductivityMaps:
     return ProductivityMaps(cross, join, sum(m.tuples for m in items))
 
 
-class QualityPolicy:
-    """Quality-driven Same-K sizing: the smallest K meeting Γ over every period P."""
+class QualityPolicy(SteadyK, ObservesRuns):
+    """Quality-driven Same-K sizing: the smallest K meeting Γ over every period P (K
+    changes only in :meth:`maybe_adapt`)."""
 
     mode = "quality"
     #: Eq. 6 needs the exact cross-join count n^× of every probing tuple
     needs_cross = True
-    #: K changes only in :meth:`maybe_adapt`: the engine may run K-slack vectorized
-    batch_front = True
 
     def __init__(self, config: QualityConfig, timer: Callable[[], float] | None = None) -> None:
         self.config = config

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.factory import make_budget, restore_budget
-from pipeline.operators.contract import PluginEnv, WallAccount
+from pipeline.operators.contract import DropsFromRuns, PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel, build_model
@@ -105,7 +105,7 @@ def _whole_window(i: int, l: int) -> FloatArray:
     return np.ones(1)
 
 
-class RandomDropShedder:
+class RandomDropShedder(DropsFromRuns):
     """``[shedding] mode = "randomdrop"``: random drops sized by the model, full scans.
 
     The same throttle loop as GrubJoin sets z every Δ; the keep probabilities make the

@@ -83,7 +83,7 @@ from pipeline.operators.budget.queue import (
     queue_charge_run,
     queue_row,
 )
-from pipeline.operators.contract import PluginEnv, WallAccount
+from pipeline.operators.contract import DropsFromRuns, PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.shedding.baselines.randomdrop import thinned_cost
@@ -144,7 +144,7 @@ def _whole_window(i: int, l: int) -> FloatArray:
     return np.ones(1)
 
 
-class StaticRandomDropShedder:
+class StaticRandomDropShedder(DropsFromRuns):
     """``[shedding] mode = "randomdrop-static"``: keep probabilities fixed after a warm-up
     (module docstring); full scans; the bounded input queue of ``taildrop`` behind."""
 

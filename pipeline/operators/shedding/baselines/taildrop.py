@@ -33,7 +33,7 @@ from pipeline.operators.budget.queue import (
     queue_charge_run,
     queue_row,
 )
-from pipeline.operators.contract import PluginEnv, WallAccount
+from pipeline.operators.contract import DropsFromRuns, PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
 
 
-class TailDropShedder:
+class TailDropShedder(DropsFromRuns):
     """``[shedding] mode = "taildrop"``: admit while the input queue has room, scan fully."""
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:

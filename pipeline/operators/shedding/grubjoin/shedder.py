@@ -38,7 +38,7 @@ from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.factory import make_queue_budget, restore_budget
 from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
 from pipeline.operators.budget.reading import BudgetReading
-from pipeline.operators.contract import PluginEnv, WallAccount
+from pipeline.operators.contract import DropsFromRuns, PlansRuns, PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
@@ -90,7 +90,7 @@ def _plan_from_data(data: dict[str, Any]) -> ProbePlan:
     return ProbePlan(order=order, windows=windows)
 
 
-class GrubJoinShedder:
+class GrubJoinShedder(DropsFromRuns, PlansRuns):
     """Runtime GrubJoin shedder; ``snapshot()``/``from_snapshot()`` restore it exactly."""
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
