@@ -12,7 +12,6 @@ charge) tuple by tuple, or run by run where the plug-ins allow it.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.core.gcpause import gc_paused
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import ObservesRuns, PluginEnv, Shedder, SlackPolicy, SteadyK
 from pipeline.operators.disorder.kslack import KSlack, KSlackConfig, Tagged
@@ -125,17 +125,12 @@ class Engine:
         n = len(events)
         if n == 0:
             return
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             arrivals = np.fromiter((e.arrival for e in events), np.int64, n)
             reach = np.maximum.accumulate(arrivals)
             i = 0
             while i < n:
                 i = self._segment(events, arrivals, reach, i)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _segment(self, events: Sequence[Event], arrivals: Any, reach: Any, i: int) -> int:
         """The events from ``i`` up to the next adaptation boundary (L or Δ) through

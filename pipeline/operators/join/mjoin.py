@@ -61,7 +61,7 @@ class MWayJoin(JoinState):
     def process_batch(self, streams: I64, ts: I64, seqs: I64, feats: NDArray[np.float64],
                       plans: Sequence[ProbePlan | None], want_cross: bool = False
                       ) -> RunOutput:
-        """Alg. 2 for a run of tuples at once, batch-vectorized (dense predicates;
+        """Alg. 2 for a run of tuples at once, vectorized across the run (dense predicates;
         :func:`~pipeline.operators.join.run.process_run`): the same outcomes, results
         and costs as :meth:`process` tuple by tuple."""
         return process_run(self, streams, ts, seqs, feats, plans, want_cross)

@@ -29,7 +29,18 @@ F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 BoolMatrix = NDArray[np.bool_]
 COSINE_TOLERANCE = 1e-9  # same tolerance as the oracle, for ties at the threshold
+#: relative slack of the band/equi value pre-filter (the exact predicate re-checks)
+VALUE_SLACK = 1e-9
 CustomFn = Callable[[Mapping[str, F64], Mapping[str, F64]], Any]
+
+
+def value_bounds(pred: Any, v: F64) -> tuple[F64, F64]:
+    """[v − ε, v + ε] (ε = 0 for equi) widened by a relative slack, per probe value: the
+    range a sorted index or a pre-filter is searched with (candidates are re-checked with
+    the exact predicate)."""
+    eps = float(pred.epsilon) if pred.kind == "band" else 0.0
+    slack = VALUE_SLACK * (np.abs(v) + eps) + 1e-300
+    return v - eps - slack, v + eps + slack
 
 
 # ----------------------------------------------------------------------------- dense

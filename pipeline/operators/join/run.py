@@ -1,4 +1,4 @@
-"""Ji et al. Alg. 2 over a run of tuples at once (ours): batch-vectorized probing.
+"""Ji et al. Alg. 2 over a run of tuples at once (ours): probing vectorized across the run.
 
 A *run* is a sequence of tuples in the order the Synchronizer releases them, joined at
 once instead of one by one (elsewhere in harvest a Spark *micro-batch* is something

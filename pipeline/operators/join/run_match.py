@@ -1,7 +1,8 @@
-"""Pairwise tests of the batched join (ours): a whole probes × rows block in one
+"""Pairwise tests of the run probe path (ours): a whole probes × rows block in one
 NumPy expression, the elementwise test of (partial result, row) pairs, the widened value
 range of the indexed search, and the canonical order of the rows found (GrubJoin §1.3
-nested-loop steps, vectorized; see :mod:`~pipeline.operators.join.run_probe`)."""
+nested-loop steps, vectorized; see :mod:`~pipeline.operators.join.run_probe`); the value
+range itself is :func:`~pipeline.operators.join.predicates.value_bounds`."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pipeline.operators.join.predicates import value_bounds
+
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
 B8 = NDArray[np.bool_]
 #: probes × rows booleans one block may hold (a few MB: stays in cache)
 BLOCK_ELEMS = 1 << 21
-#: relative slack of the band pre-filter (the exact predicate re-checks candidates)
-SLACK = 1e-9
 
 
 def block_hits(pred: Any, left: F64, right: F64) -> tuple[I64, I64]:
@@ -28,16 +29,14 @@ def block_hits(pred: Any, left: F64, right: F64) -> tuple[I64, I64]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     kind = pred.kind
     if kind == "band":
-        v = left[:, 0]
-        eps = float(pred.epsilon)
-        slack = SLACK * (np.abs(v) + eps) + 1e-300
+        lo, hi = value_bounds(pred, left[:, 0])
         col = right[:, 0]
         mask, tmp = _scratch(left.shape[0], n)
-        np.greater_equal(col[None, :], (v - eps - slack)[:, None], out=mask)
-        np.less_equal(col[None, :], (v + eps + slack)[:, None], out=tmp)
+        np.greater_equal(col[None, :], lo[:, None], out=mask)
+        np.less_equal(col[None, :], hi[:, None], out=tmp)
         mask &= tmp
         pi, ri = np.divmod(np.flatnonzero(mask), n)
-        keep = np.abs(left[pi, 0] - right[ri, 0]) <= eps
+        keep = np.abs(left[pi, 0] - right[ri, 0]) <= float(pred.epsilon)
         return pi[keep], ri[keep]
     if kind == "equi":
         mask, _ = _scratch(left.shape[0], n)
@@ -77,14 +76,6 @@ def pair_match(pred: Any, a: F64, b: F64) -> B8:
     rcols = {c: b[:, i] for i, c in enumerate(pred.columns)}
     out = np.asarray(pred.fn(lcols, rcols), dtype=bool)
     return np.broadcast_to(out, (a.shape[0],))
-
-
-def value_bounds(pred: Any, v: F64) -> tuple[F64, F64]:
-    """[v − ε, v + ε] (ε = 0 for equi) widened by a relative slack, per probe value: the
-    range a sorted index is searched with (candidates are re-checked exactly)."""
-    eps = float(pred.epsilon) if pred.kind == "band" else 0.0
-    slack = SLACK * (np.abs(v) + eps) + 1e-300
-    return v - eps - slack, v + eps + slack
 
 
 def order_hits(probe: I64, ts: I64, seq: I64) -> I64:

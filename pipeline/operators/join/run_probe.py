@@ -12,14 +12,15 @@ see: the stored rows with ts ≥ ts_i − W_l and the run's rows inserted before
 windows, per probe (tables of :class:`Probes`). Nothing is compared pair by pair in
 Python.
 
-Per probe and position the step reports what the per-tuple probe of
-:class:`~pipeline.operators.join.mjoin.MWayJoin` charges (GrubJoin's cost unit: partial
+Per probe and position the step reports what the per-tuple probe
+(:mod:`~pipeline.operators.join.tuple_probe`) charges (GrubJoin's cost unit: partial
 results entering × window rows scanned) and the partial results entering, so the
-harvesting feedback and cost accounting do not depend on the batching. The indexed
-step charges its own cost (``window_cost`` per lookup + 1 per candidate + partial
-results × rows found), which the indexed cost model is fitted to (costmodel.py). Results of one
-probe come out in lexicographic order of their members' (ts, seq) along R_i — the same
-order whatever the batching (the per-tuple probe sorts to it too).
+harvesting feedback and cost accounting do not depend on how the input is cut into
+runs. The indexed step charges its own cost (``window_cost`` per lookup + 1 per
+candidate + partial results × rows found), which the indexed cost model is fitted to
+(costmodel.py). Results of one probe come out in lexicographic order of their members'
+(ts, seq) along R_i — the same order however the input is cut into runs (the per-tuple
+probe sorts to it too).
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pipeline.operators.join.predicates import value_bounds
 from pipeline.operators.join.run_match import (
     BLOCK_ELEMS,
     block_hits,
     expand,
     order_hits,
     pair_match,
-    value_bounds,
 )
 from pipeline.operators.join.run_side import (
     Geometry,

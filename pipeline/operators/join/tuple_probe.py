@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from pipeline.operators.join.basicwindow import BasicWindow, Rows
 from pipeline.operators.join.config import JoinOutput, Outcome
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
+from pipeline.operators.join.predicates import value_bounds
 from pipeline.operators.join.probe_steps import (
     Found,
     covered,
@@ -102,12 +103,10 @@ def _sample_selectivity(state: JoinState, stream: int, ts: int, left: Any) -> in
 
 
 def _index_band(pred: Any, left: Any) -> Band:
-    """Value range [v − ε, v + ε] (ε = 0 for equi) the sorted per-basic-window indexes
-    are searched with, widened by a relative slack: the exact predicate re-checks."""
-    v = float(left[0, 0])
-    eps = float(pred.epsilon) if pred.kind == "band" else 0.0
-    slack = 1e-9 * (abs(v) + eps) + 1e-300
-    return v - eps - slack, v + eps + slack
+    """Value range the sorted per-basic-window indexes are searched with
+    (:func:`~pipeline.operators.join.predicates.value_bounds` of the probing value)."""
+    lo, hi = value_bounds(pred, np.array([float(left[0, 0])]))
+    return float(lo[0]), float(hi[0])
 
 
 def _parts(state: JoinState, l: int, ts: int, selection: Selection | None, n_l: int,

@@ -1,8 +1,8 @@
-"""One sorted value index per stream window for the batched indexed probe (ours).
+"""One sorted value index per stream window for the run path's indexed probe (ours).
 
 ``[join] index = true`` with a band (|a − v| ≤ ε) or equi (a = v) predicate: every
 stored tuple of a window, across all its basic windows (GrubJoin §1.2), as (value, ts,
-seq) sorted by value, so a whole batch of probes finds its candidate rows with two
+seq) sorted by value, so a whole block of probes finds its candidate rows with two
 ``np.searchsorted`` calls — not one search per probe and basic window. Candidates are
 then filtered by the probe's visibility (ts ≥ ts_i − W_l, harvested logical windows)
 and re-checked with the exact predicate.

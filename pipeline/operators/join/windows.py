@@ -70,7 +70,7 @@ class StreamWindow:
 
     def insert_many(self, ts: NDArray[np.int64], seq: NDArray[np.int64],
                     feats: NDArray[np.float64]) -> None:
-        """:meth:`insert` for several tuples in order (dense stores; the batched join):
+        """:meth:`insert` for several tuples in order (dense stores; the run path):
         one extend per basic window they land in. The merged copy keeps up only if
         every tuple lands at the end of the newest basic window, as with :meth:`insert`."""
         if ts.shape[0] == 0:
