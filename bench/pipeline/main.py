@@ -1,11 +1,13 @@
-"""The run of `harvest bench pipeline` (the package docstring says what it measures):
-the broker, the capacity, one Spark session for the sweep's cases, the JSON rewritten after
-every case; and ``--only remeasure``."""
+"""The run of `harvest bench pipeline` (the package docstring says what it measures): the
+broker, each workload's capacity, one Spark session for the sweep's cases, the JSON
+rewritten after every case; ``--only`` points merged into an earlier run's JSON; and
+``--only remeasure``."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,42 +15,94 @@ from bench.kit.broker import kafka_up
 from bench.kit.output import write_json
 from bench.kit.spark import session_config, spark_session
 from bench.pipeline.measure import RunMeasure
-from bench.pipeline.plot import plot
 from bench.pipeline.report import payload, progress_line, publish
 from bench.pipeline.runs import measure_case, run_case
 from bench.pipeline.workload import (
     DURATION_S,
-    EQUI_DURATION_S,
+    METHODS,
+    QUICK_DURATION_S,
+    QUICK_SWEEP,
+    QUICK_WORKLOAD,
     SPEEDUP,
-    TRIGGER_MS,
+    SWEEP,
+    WORKLOADS,
     Case,
-    cases,
-    equi_spec,
-    measure_capacity,
-    sensor_spec,
+    SweepWorkload,
+    workload_capacity,
+    workload_named,
 )
 from pipeline.core.errors import ConfigError, InfraError
 from pipeline.core.settings import Settings
 
 #: a run still behind this long after its input ended is stopped
 GRACE_S = 60.0
+REMEASURE = "remeasure"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of the plan: a workload, a load (× its capacity), a method."""
+
+    workload: SweepWorkload
+    load: float
+    method: str
+
+
+def plan(quick: bool, only: str | None = None) -> list[Point]:
+    """The runs: the quick smoke, the full sweep, or the ``--only`` parts (comma-separated
+    ``workload``, ``workload:load`` or ``workload:load:method``; ConfigError naming a
+    part that names no point of the sweep)."""
+    if only is None:
+        sweep, wls = (QUICK_SWEEP, (workload_named(QUICK_WORKLOAD),)) if quick else (
+            SWEEP, WORKLOADS)
+        return [Point(w, load, m) for w in wls for load, ms in sweep.items() for m in ms]
+    points: list[Point] = []
+    for part in (p.strip() for p in only.split(",") if p.strip()):
+        name, *rest = part.split(":")
+        wl = workload_named(name)
+        try:
+            loads = [float(rest[0])] if rest else list(SWEEP)
+        except ValueError:
+            raise ConfigError(f"--only: load of {part!r} is not a number") from None
+        for load in loads:
+            if load not in SWEEP:
+                raise ConfigError(f"--only: load {load:g} of {part!r} is not one of "
+                                  + ", ".join(f"{x:g}" for x in SWEEP))
+            methods = SWEEP[load] if len(rest) < 2 else (rest[1],)
+            if any(m not in METHODS for m in methods) or len(rest) > 2:
+                raise ConfigError(f"--only: {part!r} is not workload[:load[:method]] "
+                                  f"with a method of {', '.join(METHODS)}")
+            points += [Point(wl, load, m) for m in methods]
+    if not points:
+        raise ConfigError(f"--only: no point in {only!r}")
+    return points
+
+
+def _earlier(results_dir: Path) -> dict[str, Any] | None:
+    """The earlier sweep's JSON to merge ``--only`` points into (None: none, or one
+    written before the sweep had workloads and loads)."""
+    path = results_dir / "pipeline.json"
+    if not path.exists():
+        return None
+    old = json.loads(path.read_text())
+    if "capacity_rate" in old.get("capacity", {}):
+        return None
+    return dict(old)
 
 
 def _remeasure_row(row: dict[str, Any], old: dict[str, Any], settings: Settings,
-                   workdir: Path) -> RunMeasure:
+                   workdir: Path) -> dict[str, Any]:
     """One row of the old JSON measured again; what only the run saw is kept."""
-    prefix = str(row["topic_prefix"])
-    equi = row["workload"] == "equi"
-    case = Case(row["workload"], row["method"], float(row["input_rate"]),
-                equi_spec() if equi else sensor_spec(row["method"], settings), (),
-                EQUI_DURATION_S if equi else float(old["duration_s"]))
-    m = measure_case(case, prefix, settings, workdir, float(old["speedup"]),
-                     wall=float(row["wall_s"]), batch_ms=[],
-                     stopped=str(row.get("stopped", "")))
-    print(f"re-measured {case.workload} {case.method} at {case.rate:.0f}/s ({prefix})",
-          flush=True)
-    return replace(m, batch_ms_p50=row.get("batch_ms_p50"),
-                   batch_ms_max=row.get("batch_ms_max"))
+    wl = workload_named(str(row["workload"]))
+    case = Case(wl.name, row["method"], float(row["input_rate"]),
+                wl.spec(row["method"], settings), (), float(old["duration_s"]),
+                float(row.get("load") or 0.0))
+    m = measure_case(case, str(row["topic_prefix"]), settings, workdir, float(old["speedup"]),
+                     wall=float(row["wall_s"]), batch_ms=[], stopped=str(row.get("stopped", "")))
+    print(f"re-measured {case.workload} {case.method} at {case.rate:.0f}/s", flush=True)
+    return {**replace(m, batch_ms_p50=row.get("batch_ms_p50"),
+                      batch_ms_max=row.get("batch_ms_max"), jvm_ms=row.get("jvm_ms"),
+                      jvm_rows=row.get("jvm_rows")).row()}
 
 
 def remeasure(results_dir: Path, settings: Settings) -> int:
@@ -65,43 +119,66 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
     workdir = settings.cache_dir / "bench-pipeline"
     rows = [_remeasure_row(row, old, settings, workdir) for row in old["rows"]]
     body = payload(rows, old["capacity"], bool(old["quick"]), float(old["speedup"]),
-                   float(old["duration_s"]), int(old["trigger_ms"]), settings)
+                   float(old["duration_s"]))
     body["remeasured"] = True
-    return publish(rows, body, results_dir)
+    return publish(body, results_dir)
 
 
-def _write_partial(rows: list[RunMeasure], cap: Any, quick: bool, of: int,
-                   settings: Settings, results_dir: Path) -> None:
-    """What is done so far, should the rest not finish (marked ``partial``)."""
-    body = payload(rows, cap.snapshot(), quick, SPEEDUP, DURATION_S, TRIGGER_MS, settings)
-    body["partial"] = f"{len(rows)} of {of} runs done"
-    body["note"] = f"PARTIAL ({len(rows)} of {of} runs): {body['note']}"
-    write_json("pipeline", body, results_dir)
-    plot(rows, results_dir, cap.capacity_rate)
+def _capacity(wl: SweepWorkload, caps: dict[str, Any], settings: Settings) -> float:
+    """``wl``'s capacity (tuples/s per stream): the earlier run's for ``--only`` points,
+    so a re-run point has the rate it had; measured otherwise."""
+    if wl.name not in caps:
+        t0 = time.monotonic()
+        cap = workload_capacity(wl, settings)
+        print(f"capacity of {wl.name} ({time.monotonic() - t0:.0f} s): {cap.describe()}",
+              flush=True)
+        caps[wl.name] = cap.snapshot()
+    return float(caps[wl.name]["capacity_rate"])
+
+
+def _merge(rows: list[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """``rows`` with ``new`` in place of the row of its workload, load and method."""
+    def same(r: dict[str, Any]) -> bool:
+        return all(r.get(k) == new[k] for k in ("workload", "load", "method"))
+    return [r for r in rows if not same(r)] + [new]
+
+
+def _sweep(points: list[Point], rows: list[dict[str, Any]], caps: dict[str, Any],
+           quick: bool, settings: Settings, results_dir: Path) -> list[dict[str, Any]]:
+    """Run ``points`` on one Spark session; the JSON rewritten (``partial``) after each."""
+    duration = QUICK_DURATION_S if quick else DURATION_S
+    workdir = settings.cache_dir / "bench-pipeline"
+    workdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with spark_session(session_config(settings, "harvest-bench-pipeline")) as spark:
+        for i, p in enumerate(points, 1):
+            rate = p.load * _capacity(p.workload, caps, settings)
+            case = Case(p.workload.name, p.method, rate, p.workload.spec(p.method, settings),
+                        p.workload.produce_args(duration), duration, p.load)
+            print(f"[bench pipeline {i}/{len(points)} +{time.monotonic() - t0:.0f}s] "
+                  f"{case.workload} {case.method} at {p.load:g}× = {rate:.0f}/s per stream",
+                  flush=True)
+            m: RunMeasure = run_case(case, spark, settings, workdir, SPEEDUP, GRACE_S)
+            rows = _merge(rows, m.row())
+            print(progress_line(rows[-1]), flush=True)
+            if i < len(points):
+                body = payload(rows, caps, quick, SPEEDUP, duration)
+                body["partial"] = f"{i} of {len(points)} runs done"
+                write_json("pipeline", body, results_dir)
+    return rows
 
 
 def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
-    """Benchmark entry point (see the package docstring); ``only="remeasure"``: see
-    :func:`remeasure`."""
-    if only is not None:
-        if only != "remeasure":
-            raise ConfigError(f"--only: bench pipeline takes 'remeasure', got {only!r}")
+    """Benchmark entry point (see the package docstring); ``only``: ``remeasure`` (see
+    :func:`remeasure`) or the points to run again (:func:`plan`), merged into the
+    existing ``pipeline.json``."""
+    if only == REMEASURE:
         return remeasure(results_dir, settings)
+    points = plan(quick, only)
+    old = _earlier(results_dir) if only is not None else None
+    rows: list[dict[str, Any]] = list(old["rows"]) if old else []
+    caps: dict[str, Any] = dict(old["capacity"]) if old else {}
     settings = kafka_up(settings)
-    cap = measure_capacity(settings)
-    print(f"capacity: {cap.describe()}", flush=True)
-    workdir = settings.cache_dir / "bench-pipeline"
-    workdir.mkdir(parents=True, exist_ok=True)
-    rows: list[RunMeasure] = []
-    todo = cases(quick, cap.capacity_rate, DURATION_S, settings)
-    config = session_config(settings, "harvest-bench-pipeline")
-    with spark_session(config) as spark:
-        for i, case in enumerate(todo, 1):
-            print(f"[bench pipeline {i}/{len(todo)}] {case.workload} {case.method} "
-                  f"at {case.rate:.0f}/s per stream", flush=True)
-            rows.append(run_case(case, spark, settings, workdir, SPEEDUP, GRACE_S))
-            print(progress_line(rows[-1]), flush=True)
-            if i < len(todo):
-                _write_partial(rows, cap, quick, len(todo), settings, results_dir)
-    return publish(rows, payload(rows, cap.snapshot(), quick, SPEEDUP, DURATION_S,
-                                 TRIGGER_MS, settings), results_dir)
+    rows = _sweep(points, rows, caps, quick, settings, results_dir)
+    duration = QUICK_DURATION_S if quick else DURATION_S
+    return publish(payload(rows, caps, quick, SPEEDUP, duration), results_dir)

@@ -63,6 +63,13 @@ class RunMeasure:
     #: where the steady span starts, stream seconds after the first input
     steady_from_s: float | None = None
     timeline: dict[str, list[float]] | None = None  # :func:`timeline`
+    load: float | None = None  # the multiple of the workload's capacity
+    window_s: float | None = None  # the join's (longest) window, stream seconds
+    #: Spark's ``durationMs`` summed over the batches that read input, and their rows
+    jvm_ms: dict[str, float] | None = None
+    jvm_rows: int | None = None
+    #: the instances' phase profile (:func:`bench.pipeline.profile.python_profile`)
+    python_profile: dict[str, Any] | None = None
 
     def row(self) -> dict[str, Any]:
         """The JSON row (the contract fields first)."""
@@ -78,7 +85,9 @@ class RunMeasure:
             "stopped": self.stopped, "output_rate_all": self.output_rate_all,
             "recall_all": self.recall_all, "input_rate_appended": self.input_rate_appended,
             "topic_prefix": self.topic_prefix, "steady_from_s": self.steady_from_s,
-            "timeline": self.timeline,
+            "timeline": self.timeline, "load": self.load, "window_s": self.window_s,
+            "jvm_ms": self.jvm_ms, "jvm_rows": self.jvm_rows,
+            "python_profile": self.python_profile,
         }
 
 
@@ -136,7 +145,7 @@ def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
 
 
 #: bucket of :func:`timeline` (stream seconds)
-TIMELINE_BUCKET_S = 20.0
+TIMELINE_BUCKET_S = 10.0
 
 
 def timeline(correct: Mapping[str, Sequence[MemberKey]],

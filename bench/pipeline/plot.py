@@ -1,50 +1,21 @@
-"""The PNG of `harvest bench pipeline` (:mod:`bench.pipeline.main`): output rate, recall, p99
-latency and staleness trend against the input rate per method, and where in the run each
-method's output comes from (:func:`bench.pipeline.measure.timeline`) at 2× capacity."""
+"""The PNGs of `harvest bench pipeline` (:mod:`bench.pipeline.main`), one per workload
+(``pipeline_<workload>.png``): output rate and recall against the load (the multiple of
+the workload's capacity) per method, and at each load where in the run each method's
+output comes from (:func:`bench.pipeline.measure.timeline`) beside the exact join's."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.kit.output import save_figure
-from bench.pipeline.measure import RunMeasure
 from pipeline.core.figures import new_figure
 
-
-def _nan(value: float | None) -> float:
-    return float("nan") if value is None else value
+METHODS = ("off", "grubjoin", "randomdrop", "randomdrop-static", "taildrop")
 
 
-def plot(rows: list[RunMeasure], results_dir: Path, cap_rate: float) -> None:
-    """Write `pipeline.png` (``cap_rate``: the calibrated capacity, tuples/s per stream)."""
-    fig, axes = new_figure(ncols=5, nrows=1, size=(21.0, 4.0))
-    sensors = [r for r in rows if r.workload == "sensors-nonaligned"]
-    for method in ("off", "grubjoin", "randomdrop", "randomdrop-static", "taildrop"):
-        pts = sorted((r.input_rate, r) for r in sensors if r.method == method)
-        xs = [x for x, _ in pts]
-        axes[0].plot(xs, [r.output_rate for _, r in pts], marker="o", label=method)
-        axes[1].plot(xs, [r.recall for _, r in pts], marker="o", label=method)
-        axes[2].plot(xs, [_nan(r.p99_ms) for _, r in pts], marker="o", label=method)
-        axes[3].plot(xs, [_nan(r.staleness_slope) for _, r in pts], marker="o", label=method)
-        cut = [r for _, r in pts if r.stopped.startswith("deadline")]
-        marks = ([r.output_rate for r in cut], [r.recall for r in cut],
-                 [_nan(r.p99_ms) for r in cut])
-        for i, ys in enumerate(marks):
-            axes[i].scatter([r.input_rate for r in cut], ys, marker="x", s=80, color="black",
-                            zorder=3, label="stopped at the deadline, backlog left"
-                            if cut and i == 0 else None)
-    for ax, title in zip(axes[:4], ("output rate (results/s, steady span)",
-                                    "recall (steady span)", "p99 latency, steady span (ms)",
-                                    "staleness trend (ms per s of run)"), strict=True):
-        ax.set_title(title)
-        ax.set_xlabel("input rate (tuples/s per stream)")
-        ax.legend(fontsize=8)
-    _plot_timeline(axes[4], sensors, cap_rate)
-    save_figure(fig, "pipeline", results_dir)
-
-
-def full_buckets(timeline: dict[str, list[float]]) -> tuple[list[float], list[float]]:
+def full_buckets(timeline: Mapping[str, list[float]]) -> tuple[list[float], list[float]]:
     """The timeline without its trailing partial bucket (the input ended inside it: it
     holds under half the median bucket's true results)."""
     t_s, ours, true = timeline["t_s"], timeline["ours"], timeline["true"]
@@ -52,28 +23,60 @@ def full_buckets(timeline: dict[str, list[float]]) -> tuple[list[float], list[fl
     half = 0.5 * sorted(true)[n // 2] if n else 0.0
     while n > 1 and true[n - 1] < half:
         n -= 1
-    return t_s[:n], ours[:n]
+    return list(t_s[:n]), list(ours[:n])
 
 
-def _plot_timeline(ax: Any, sensors: list[RunMeasure], cap_rate: float) -> None:
-    """Correct results/s per 20 s of the run at the rate nearest 2× capacity (the
-    targets'): where each method's output comes from — fill, convergence, steady span."""
-    rates = {r.input_rate for r in sensors}
-    if not rates:
-        return
-    rate = min(rates, key=lambda x: abs(x / cap_rate - 2.0) if cap_rate > 0 else -x)
-    start = None
-    for r in sensors:
-        if r.input_rate != rate or not r.timeline or not r.timeline["t_s"]:
+def plot(rows: Sequence[Mapping[str, Any]], results_dir: Path,
+         caps: Mapping[str, Any]) -> None:
+    """Write ``pipeline_<workload>.png`` for each workload in ``rows`` (``caps``: each
+    workload's capacity snapshot, for the titles)."""
+    for w in sorted({str(r["workload"]) for r in rows}):
+        mine = [r for r in rows if r["workload"] == w]
+        loads = sorted({float(r.get("load") or 0.0) for r in mine})
+        fig, axes = new_figure(ncols=2 + len(loads), nrows=1,
+                               size=(4.6 * (2 + len(loads)), 4.0))
+        _plot_vs_load(axes[0], axes[1], mine)
+        cap = (caps.get(w) or {}).get("capacity_rate")
+        axes[0].set_title(f"{w}: output (results/s, steady span)"
+                          + (f"\ncapacity {cap:.0f}/s per stream" if cap else ""))
+        for ax, load in zip(axes[2:], loads, strict=True):
+            _plot_timeline(ax, [r for r in mine if float(r.get("load") or 0.0) == load], load)
+        save_figure(fig, f"pipeline_{w}", results_dir)
+
+
+def _plot_vs_load(out_ax: Any, recall_ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    for method in METHODS:
+        pts = sorted((float(r.get("load") or 0.0), r) for r in rows if r["method"] == method)
+        if not pts:
             continue
-        t_s, ours = full_buckets(r.timeline)
+        xs = [x for x, _ in pts]
+        out_ax.plot(xs, [r["output_rate"] for _, r in pts], marker="o", label=method)
+        recall_ax.plot(xs, [r["recall"] for _, r in pts], marker="o", label=method)
+    recall_ax.set_title("recall (steady span)")
+    for ax in (out_ax, recall_ax):
+        ax.set_xlabel("load (× the workload's capacity)")
+        ax.legend(fontsize=8)
+
+
+def _plot_timeline(ax: Any, rows: Sequence[Mapping[str, Any]], load: float) -> None:
+    """Correct results/s per bucket of each method's run at ``load``, and the exact join's."""
+    true_drawn = False
+    for r in sorted(rows, key=lambda r: METHODS.index(r["method"])
+                    if r["method"] in METHODS else 99):
+        tl = r.get("timeline")
+        if not tl or not tl["t_s"]:
+            continue
+        t_s, ours = full_buckets(tl)
         width = t_s[1] - t_s[0] if len(t_s) > 1 else 1.0
-        ax.step(t_s, [v / width for v in ours], where="post", label=r.method)
-        start = r.steady_from_s if start is None else start
-    if start is not None:
-        ax.axvline(start, color="grey", linestyle="--", label="steady span starts")
+        if not true_drawn:
+            ax.step(t_s, [v / width for v in tl["true"][:len(t_s)]], where="post",
+                    color="black", linestyle=":", label="exact join")
+            true_drawn = True
+        ax.step(t_s, [v / width for v in ours], where="post", label=r["method"])
+        if r.get("steady_from_s") is not None:
+            ax.axvline(float(r["steady_from_s"]), color="grey", linestyle="--")
     ax.set_yscale("symlog", linthresh=10.0)
     ax.set_ylim(bottom=0.0)
-    ax.set_title(f"correct results/s over the run at {rate:.0f}/s")
+    ax.set_title(f"correct results/s over the run at {load:g}× (steady span: dashed)")
     ax.set_xlabel("stream time of completion (s)")
     ax.legend(fontsize=8)

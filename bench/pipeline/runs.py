@@ -1,10 +1,13 @@
 """One run of `harvest bench pipeline`: its query on fresh topics, warmed up, fed by a paced
-producer child, watched until idle, then measured from its topics and input dump."""
+producer child, watched until idle, then measured from its topics and input dump, with
+Spark's per-phase batch durations (the JVM side) and the instances' phase profile from
+the metrics topic (the Python side)."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +15,23 @@ from bench.kit.producer import start_producer
 from bench.kit.progress import wait_first_progress
 from bench.kit.readback import read_topic
 from bench.pipeline.measure import RunMeasure, cached_truth, measure
-from bench.pipeline.workload import EQUI_DELAY_MS, SETTLE_WINDOWS, TAIL, WARMUP, Case
+from bench.pipeline.profile import python_profile
+from bench.pipeline.workload import SETTLE_WINDOWS, TAIL, WARMUP, Case
 from pipeline.core.errors import InfraError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
+from pipeline.spec.model import JobSpec, Spec
 from pipeline.spec.toml import with_overrides
 
 log = get_logger(__name__)
+
+
+def profiled(spec: Spec) -> Spec:
+    """``spec`` with the instances' phase profile on, where the job spec has the switch
+    (``job.profile``); unchanged otherwise (the rows then carry the JVM side only)."""
+    if "profile" in JobSpec.model_fields:
+        return with_overrides(spec, job={"profile": True})
+    return spec
 
 
 def _run_config(case: Case, prefix: str, settings: Settings, workdir: Path,
@@ -26,22 +39,18 @@ def _run_config(case: Case, prefix: str, settings: Settings, workdir: Path,
     """The job config of ``case`` on the topics of ``prefix``, and settings naming them."""
     from pipeline.spark.submit import job_config
 
-    spec = with_overrides(case.spec, job={"topic_prefix": prefix, "speedup": speedup})
+    spec = with_overrides(profiled(case.spec), job={"topic_prefix": prefix,
+                                                    "speedup": speedup})
     run_settings = settings.model_copy(update={"topic_prefix": prefix})
     cfg = job_config(spec, run_settings, checkpoint=str(workdir / prefix / "checkpoint"))
     return cfg, run_settings
 
 
-def _start_query(case: Case, spark: Any, cfg: Any, settings: Settings) -> Any:
-    """Harvest's job, or for ``spark-builtin`` Spark's own stream-stream join."""
+def _start_query(spark: Any, cfg: Any, settings: Settings) -> Any:
     from connectors.io.serde import AvroSerde
-    from pipeline.spark.builtin_join import start_builtin_join
     from pipeline.spark.job import start_job
 
-    serde = AvroSerde.from_dir(settings.schemas_dir)
-    if case.method == "spark-builtin":
-        return start_builtin_join(spark, cfg, serde, delay_ms=EQUI_DELAY_MS)
-    return start_job(spark, cfg, serde)
+    return start_job(spark, cfg, AvroSerde.from_dir(settings.schemas_dir))
 
 
 def run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup: float,
@@ -55,7 +64,7 @@ def run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup:
     cfg, run_settings = _run_config(case, prefix, settings, workdir, speedup)
     prepare_topics(cfg, run_settings)
     start = time.monotonic()
-    query = _start_query(case, spark, cfg, settings)
+    query = _start_query(spark, cfg, settings)
     wait_first_progress(query)
     producer = start_producer([
         *case.produce_args, "--rate", f"{case.rate:.3f}", "--speedup", f"{speedup:g}",
@@ -67,15 +76,17 @@ def run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup:
             query.stop()
             raise InfraError(f"harvest produce failed; log tail:\n{producer.tail()}")
         # the input has ended: stop a run that has not caught up ``grace_s`` later
-        report = watch(query, cfg, until_idle_s=10.0, log_every_s=15.0, max_s=grace_s)
+        report = watch(query, cfg, until_idle_s=8.0, log_every_s=15.0, max_s=grace_s)
     finally:
         producer.stop()
     wall = time.monotonic() - start
     log.info("bench case done", workload=case.workload, method=case.method,
              rate=round(case.rate, 1), input_rows=report.input_rows, wall_s=round(wall, 1),
              stopped=report.stopped)
-    return measure_case(case, prefix, settings, workdir, speedup, wall=wall,
-                        batch_ms=report.batch_ms, stopped=report.stopped)
+    m = measure_case(case, prefix, settings, workdir, speedup, wall=wall,
+                     batch_ms=report.batch_ms, stopped=report.stopped)
+    return replace(m, jvm_ms={k: float(sum(v)) for k, v in report.phase_ms.items()},
+                   jvm_rows=report.input_rows)
 
 
 def measure_case(case: Case, prefix: str, settings: Settings, workdir: Path, speedup: float,
@@ -85,8 +96,11 @@ def measure_case(case: Case, prefix: str, settings: Settings, workdir: Path, spe
     truth = cached_truth(cfg.spec.join, workdir / prefix / "input.jsonl")
     inputs = [c for s in cfg.input_topics for c in read_topic(run_settings, s)]
     results = read_topic(run_settings, cfg.output_topics[0])
-    return measure(workload=case.workload, method=case.method, input_rate=case.rate,
-                   duration_s=case.duration_s, truth=truth, inputs=inputs, results=results,
-                   wall_s=wall, warmup=WARMUP, tail=TAIL,
-                   settle_ms=SETTLE_WINDOWS * max(case.spec.join.windows), speedup=speedup,
-                   batch_ms=batch_ms, stopped=stopped, topic_prefix=prefix)
+    metrics = [c.record for c in read_topic(run_settings, cfg.output_topics[1])]
+    m = measure(workload=case.workload, method=case.method, input_rate=case.rate,
+                duration_s=case.duration_s, truth=truth, inputs=inputs, results=results,
+                wall_s=wall, warmup=WARMUP, tail=TAIL,
+                settle_ms=SETTLE_WINDOWS * max(case.spec.join.windows), speedup=speedup,
+                batch_ms=batch_ms, stopped=stopped, topic_prefix=prefix)
+    return replace(m, load=case.load, python_profile=python_profile(metrics),
+                   window_s=max(case.spec.join.windows) / 1000.0)

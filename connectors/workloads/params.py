@@ -145,3 +145,32 @@ class PositionParams:
 
 
 WorkloadParams = SensorParams | EquiParams | NewsParams | PositionParams
+
+
+_PARAMS_OF: dict[str, type] = {"sensors": SensorParams, "equi": EquiParams,
+                               "news": NewsParams, "positions": PositionParams}
+
+
+def params_from(workload: str, pairs: dict[str, str]) -> WorkloadParams:
+    """``workload``'s knobs with the defaults replaced by ``pairs`` (name → text, e.g.
+    from ``harvest produce --param story_interval_s=0.5``), each converted to the type of
+    its default; ConfigError naming an unknown knob or a value that does not convert."""
+    from dataclasses import fields
+
+    if workload not in _PARAMS_OF:
+        raise ConfigError(f"--param: no knobs for workload {workload!r}")
+    cls = _PARAMS_OF[workload]
+    defaults = cls()
+    known = {f.name for f in fields(cls)}
+    values: dict[str, float | int] = {}
+    for name, text in pairs.items():
+        if name not in known:
+            raise ConfigError(f"--param: {workload} has no knob {name!r}; known: "
+                              + ", ".join(sorted(known)))
+        kind = type(getattr(defaults, name))
+        try:
+            values[name] = kind(text)
+        except ValueError:
+            raise ConfigError(f"--param {name}: not a {kind.__name__}, got {text!r}") from None
+    params: WorkloadParams = cls(**values)
+    return params

@@ -38,6 +38,7 @@ from connectors.workloads import (
     generate_workload,
     parse_model,
 )
+from connectors.workloads.params import WorkloadParams, params_from
 from pipeline.cli.args import float_list, non_negative_int, positive_float, positive_int
 from pipeline.core.errors import ConfigError, DeliveryError
 from pipeline.core.logging import get_logger
@@ -153,6 +154,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--topic-prefix", default=None, help="topic prefix (default: settings)")
     p.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE",
+        help="a knob of the workload's generator (repeatable), e.g. news "
+        "story_interval_s=0.5 (connectors/workloads/params.py)",
+    )
+    p.add_argument(
         "--partitions", type=positive_int, default=1, help="partitions of new topics (1)"
     )
     p.add_argument(
@@ -164,6 +170,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "<topic>-value in HARVEST_SCHEMA_REGISTRY_URL or the `harvest registry up` one)",
     )
     p.set_defaults(handler=run)
+
+
+def _params(args: argparse.Namespace) -> WorkloadParams | None:
+    """The generator's knobs of ``--param KEY=VALUE`` flags (None: the defaults)."""
+    given = getattr(args, "param", None) or []
+    if not given:
+        return None
+    pairs: dict[str, str] = {}
+    for text in given:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param: expected KEY=VALUE, got {text!r}")
+        pairs[key.strip()] = value.strip()
+    return params_from(args.workload, pairs)
 
 
 def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
@@ -180,6 +200,7 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
             arrivals=args.arrivals,
             seed=args.seed,
             start_ms=args.start_ms,
+            params=_params(args),
         )
     except ConfigError as exc:
         field, sep, rest = str(exc).partition(":")

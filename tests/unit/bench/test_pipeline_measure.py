@@ -172,15 +172,16 @@ def test_steady_span_starts_after_the_settling_time(
 
 def test_timeline_counts_results_by_completion_bucket() -> None:
     """Inputs appended at 0..59 s; true result q completes with input q; ours emits the
-    first 25 and the even ones after: 20 s buckets hold 20/20, 5+7/20, 10/20."""
+    first 25 and the even ones after: 10 s buckets hold 10/10, 10/10, 5+2/10, 5/10,
+    5/10, 5/10."""
     inputs = [_input("s1", q, 1000 * q) for q in range(60)]
     every = [_result([("s1", q)], 1000 * q + 100) for q in range(60)]
     emitted = [r for q, r in enumerate(every) if q < 25 or q % 2 == 0]
     wrong = _result([("s1", 3), ("s1", 4)], 9000)  # not a true result: not counted
     m = measure(workload="w", method="grubjoin", input_rate=1.0, duration_s=60.0,
                 truth=_truth(every), inputs=inputs, results=[*emitted, wrong], wall_s=1.0)
-    assert m.timeline == {"t_s": [0.0, 20.0, 40.0], "ours": [20.0, 12.0, 10.0],
-                          "true": [20.0, 20.0, 20.0]}
+    assert m.timeline == {"t_s": [0.0, 10.0, 20.0, 30.0, 40.0, 50.0],
+                          "ours": [10.0, 10.0, 7.0, 5.0, 5.0, 5.0], "true": [10.0] * 6}
     assert sum(m.timeline["ours"]) == len(emitted)
 
 
