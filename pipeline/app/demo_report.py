@@ -41,6 +41,53 @@ def metric_series(metrics: Sequence[dict[str, Any]], key: str) -> Series:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
+#: the demo's ``timeline`` bucket (stream seconds)
+TIMELINE_BUCKET_S = 10
+
+
+def _mean_in(series: Series, lo: int, hi: int) -> float | None:
+    values = [v for pts in series.values() for (tm, v) in pts if lo <= tm < hi]
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def timeline(run: Any, bucket_s: int = TIMELINE_BUCKET_S) -> list[dict[str, Any]]:
+    """Per ``bucket_s`` of stream time from the first input: ``{t_s, results,
+    true_results, z, k_ms}`` — distinct results emitted and the oracle's, by result
+    time, and the mean throttle z (the shedder's rows) and K over the instances' metrics
+    rows in the bucket (None where none fell in it)."""
+    if not run.dump:
+        return []
+    start = min(int(r["event_time"]) for r in run.dump)
+    seconds = int(np.ceil(_span_s(run.dump)))
+    distinct = {str(r["id"]): int(r["result_time"]) for r in run.results}
+    ours = per_second(list(distinct.values()), start, seconds, bucket_s)
+    true = per_second([int(r["result_time"]) for r in run.truth], start, seconds, bucket_s)
+    z, k = metric_series(run.metrics, "z"), metric_series(run.metrics, "k_ms")
+    rows = []
+    for i, (n_ours, n_true) in enumerate(zip(ours, true, strict=True)):
+        lo = start + i * bucket_s * 1000
+        hi = lo + bucket_s * 1000
+        rows.append({"t_s": i * bucket_s, "results": round(n_ours * bucket_s),
+                     "true_results": round(n_true * bucket_s),
+                     "z": _mean_in(z, lo, hi), "k_ms": _mean_in(k, lo, hi)})
+    return rows
+
+
+_SHEDDING_NAMES = {"grubjoin": "GrubJoin", "taildrop": "tail drop", "randomdrop": "random drop",
+                   "randomdrop-static": "static random drop", "off": "no shedding"}
+_DISORDER_NAMES = {"quality": "quality K", "fixed": "fixed K", "max": "max-delay K"}
+
+
+def method_label(spec: Any) -> str:
+    """The method the run used, for the figure's legend (e.g. ``GrubJoin + quality K``;
+    ``spec`` None: ``the job``)."""
+    if spec is None:
+        return "the job"
+    shed = _SHEDDING_NAMES.get(spec.shedding.mode, spec.shedding.mode)
+    disorder = _DISORDER_NAMES.get(spec.disorder.mode, f"{spec.disorder.mode} K")
+    return f"{shed} + {disorder}"
+
+
 def summarize(run: Any, duration_s: float) -> dict[str, Any]:
     """The numbers of the summary (also written as JSON next to the figure)."""
     quality = evaluate(run.truth, run.results)
@@ -67,6 +114,8 @@ def summarize(run: Any, duration_s: float) -> dict[str, Any]:
         "k_ms_max": float(np.max(k)) if k else None,
         "capacity": run.capacity.snapshot() if run.capacity is not None else None,
         "timings_s": {k2: round(v, 1) for k2, v in run.timings.items()},
+        "method": method_label(getattr(run, "spec", None)),
+        "timeline": timeline(run),
     }
 
 
@@ -135,7 +184,7 @@ def plot(run: Any, paths: Sequence[Path]) -> None:
     true = per_second([int(r["result_time"]) for r in run.truth], start, seconds, 2)
     xs = [2 * i for i in range(len(ours))]
     axes[2].plot(xs, true, label="true (oracle)", color="grey", linestyle="--")
-    axes[2].plot(xs, ours, label="harvest (GrubJoin + quality K)")
+    axes[2].plot(xs, ours, label=f"harvest ({method_label(getattr(run, 'spec', None))})")
     axes[2].set_ylabel("results / s")
     axes[2].set_xlabel("stream time (s)")
     axes[2].legend(loc="upper left", fontsize=8)

@@ -68,3 +68,35 @@ def test_plot_writes_png(tmp_path: Path) -> None:
 def test_demo_config_rejects_bad_values(kwargs: dict[str, float], field: str) -> None:
     with pytest.raises(ConfigError, match=field):
         DemoConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_timeline_per_10_s_of_stream_time() -> None:
+    from pipeline.app.demo_report import timeline
+
+    run = _run()  # input over 0–9.9 s: one bucket of 10 s, then the +1 s of the span
+    run.dump += [{"stream": "s1", "seq": 100 + i, "event_time": 10_000 + i * 1000,
+                  "arrival_time": 10_000 + i * 1000} for i in range(15)]
+    run.truth += [{"id": "r20", "result_time": 12_000}, {"id": "r21", "result_time": 21_000}]
+    run.results += [{"id": "r20", "result_time": 12_000}]
+    run.metrics += [{"instance": "0", "time": 15_000, "z": 0.2, "k_ms": 300}]
+    got = timeline(run)
+    # results r0..r3 (r3 twice: counted once) at 0–0.3 s; r20 at 12 s; truth r0..r9, r20, r21
+    assert got == [
+        {"t_s": 0, "results": 4, "true_results": 10, "z": 0.8, "k_ms": 100.0},
+        {"t_s": 10, "results": 1, "true_results": 1, "z": 0.2, "k_ms": 300.0},
+        {"t_s": 20, "results": 0, "true_results": 1, "z": None, "k_ms": None},
+    ]
+    assert timeline(SimpleNamespace(dump=[])) == []
+
+
+def test_legend_names_the_method_in_use() -> None:
+    from pipeline.app.demo_report import method_label
+    from pipeline.core.settings import Settings
+    from pipeline.spec.model import load_spec
+    from pipeline.spec.toml import with_overrides
+
+    spec = load_spec(Settings().demo_spec)
+    assert method_label(spec) == "GrubJoin + quality K"
+    assert method_label(with_overrides(spec, shedding={"mode": "taildrop"})) == (
+        "tail drop + quality K")
+    assert method_label(None) == "the job"
