@@ -52,9 +52,9 @@ def sweep_note(quick: bool, sweep: dict[float, tuple[str, ...]]) -> str:
             "workload's capacity measured at the start through the job's instance "
             f"(pipeline.app.capacity, through='instance'). Sized for ~60 min on a 2-core "
             f"machine shared with the broker and the producer: {DURATION_S:g} s of input "
-            f"per run, windows {sizes} (each run also costs ~40 s of query start, drain, "
-            "idle wait and measuring); the steady span starts after "
-            f"{SETTLE_WINDOWS:g} windows. A run still behind 60 s after its input ended "
+            f"per run, windows {sizes} (each run also costs 40-90 s of query start, drain, "
+            "idle wait and measuring: 30 runs ~55-75 min); the steady span starts after "
+            f"{SETTLE_WINDOWS:g} windows. A run still behind 40 s after its input ended "
             "is stopped. The adaptive random drop (below the static one at every point "
             "measured before) and the equi peer part (harvest bench peer) are left out")
 

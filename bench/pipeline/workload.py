@@ -38,10 +38,12 @@ UTILIZATION = 0.6
 WARMUP, TAIL = 0.35, 0.1
 SETTLE_WINDOWS = 1.5
 #: stream seconds published per run. 30 runs share ~60 min of a 2-core machine with the
-#: broker and the producer: each run costs ~40 s besides its input (query start on the
-#: shared session, the drain, the idle wait, reading back and the oracle), so 70 s of
-#: input per run with 20 s windows (the paper's w) leaves a 33 s steady span (30–63 s,
-#: four 8 s micro-batches) after 1.5 windows of fill and convergence
+#: broker and the producer: each run costs 40–90 s besides its input (query start on the
+#: shared session, the drain of an overloaded run — at most ``GRACE_S`` — the idle wait,
+#: reading back and the oracle; the quick smoke's 50 s runs took 104 and 141 s of wall
+#: time plus ~20 s of measuring), so 70 s of input per run with 20 s windows (the paper's
+#: w) leaves a 33 s steady span (30–63 s, four 8 s micro-batches) after 1.5 windows of
+#: fill and convergence: 30 runs ≈ 55–75 min, ~60 min once the runs keep up
 DURATION_S = 70.0
 #: ``--quick``: one workload, one load, a short run (a smoke test, not a measurement)
 QUICK_DURATION_S = 50.0
