@@ -77,6 +77,6 @@ def _plot_timeline(ax: Any, rows: Sequence[Mapping[str, Any]], load: float) -> N
             ax.axvline(float(r["steady_from_s"]), color="grey", linestyle="--")
     ax.set_yscale("symlog", linthresh=10.0)
     ax.set_ylim(bottom=0.0)
-    ax.set_title(f"correct results/s over the run at {load:g}× (steady span: dashed)")
+    ax.set_title(f"correct results/s at {load:g}× (dashed: steady span)")
     ax.set_xlabel("stream time of completion (s)")
     ax.legend(fontsize=8)
