@@ -142,9 +142,6 @@ class JoinProcessor(StatefulProcessor):
             return True, int(row[0])
         return self._has_state(), 0
 
-    def _stored_version(self) -> int:
-        return self._stored()[1]
-
     def _has_state(self) -> bool:
         return bool((self.blob if self.blob is not None else self.header).exists())
 
