@@ -34,7 +34,9 @@ from pyspark.sql.types import IntegerType
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import input_topic, schema_for, validate_topic
 from pipeline.diffusion.routing import RouterConfig
+from pipeline.runtime.frames import DEADLETTER_KEY, OUTPUT_DDL
 from pipeline.runtime.inputs import InputPlan
+from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.decode import DecodeConfig, decode, kafka_source
 from pipeline.spark.exactly_once import (
     BatchWriter,
@@ -49,8 +51,6 @@ from pipeline.spark.inputs import (
     payload_column,
     payload_schemas,
 )
-from pipeline.spark.instance import InstanceConfig
-from pipeline.spark.instance_rows import DEADLETTER_KEY, OUTPUT_DDL
 from pipeline.spark.placement import checkpoint_placement
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.spark.results import result_value
@@ -211,7 +211,7 @@ def _narrowed(env: DataFrame, attributes: tuple[str, ...], keep: set[str]) -> Da
     uses ``stream_idx``) and each workload attribute outside ``keep`` (the predicate's
     attributes and the hash router's key). The rows then cross routing, the shuffle and
     the Arrow hand-over to Python narrower; the payload was built before, and
-    :func:`pipeline.spark.instance_rows.events_of` reads only the predicate's
+    :func:`pipeline.runtime.frames.events_of` reads only the predicate's
     attributes."""
     dropped = {"stream", *(a for a in attributes if a not in keep)}
     return env.select(*[c for c in env.columns if c not in dropped])

@@ -8,10 +8,10 @@ checkpoint resumes exactly where the last committed micro-batch left the engine:
   and one MapState entry per *piece*: a join window's basic window, keyed (``window``,
   stream, basic-window id), or a member-store segment, keyed (``members``, stream, first
   arrival counter). A micro-batch rewrites the header, writes the pieces it changed
-  (:meth:`~pipeline.spark.instance.JoinInstance.changes`) and deletes the expired ones,
+  (:meth:`~pipeline.runtime.instance.JoinInstance.changes`) and deletes the expired ones,
   so what it writes follows the batch, not the window's content.
 * ``blob`` (the previous layout, kept as the baseline of ``harvest bench state``): the
-  whole pickled :class:`~pipeline.spark.instance.JoinInstance` every micro-batch.
+  whole pickled :class:`~pipeline.runtime.instance.JoinInstance` every micro-batch.
 
 Anything larger than ``chunk_bytes`` (the header, the blob, a piece) is cut into chunks:
 ListState rows, or map entries with ``part`` = 0, 1, ….
@@ -53,8 +53,9 @@ from pyspark.sql.types import (
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.diffusion.placement import instance_of
-from pipeline.spark.instance import InstanceConfig, JoinInstance, PieceKey
-from pipeline.spark.instance_rows import DEADLETTER_KEY, dead_letter_frame
+from pipeline.runtime.frames import DEADLETTER_KEY, dead_letter_frame
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
+from pipeline.runtime.persistence import PieceKey
 
 log = get_logger(__name__)
 
