@@ -19,8 +19,9 @@ from pipeline.diffusion.placement import spread_keys
 from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
 from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
 from pipeline.runtime.instance import InstanceConfig
-from pipeline.spark.job import _kept_attributes, _narrowed
+from pipeline.spark.job import _kept_attributes
 from pipeline.spark.routing import hash_indices, routed
+from pipeline.spark.stages import narrowed as _narrowed
 from pipeline.spec.model import parse_spec
 
 SCHEMA = ("stream_idx int, seq long, event_time long, arrival_time long, a1 {key}, "
