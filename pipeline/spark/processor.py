@@ -10,8 +10,8 @@ checkpoint resumes exactly where the last committed micro-batch left the engine:
   arrival counter). A micro-batch rewrites the header, writes the pieces it changed
   (:meth:`~pipeline.runtime.instance.JoinInstance.changes`) and deletes the expired ones,
   so what it writes follows the batch, not the window's content.
-* ``blob`` (the previous layout, kept as the baseline of ``harvest bench state``): the
-  whole pickled :class:`~pipeline.runtime.instance.JoinInstance` every micro-batch.
+* ``blob`` (the baseline of ``harvest bench state``): the whole pickled
+  :class:`~pipeline.runtime.instance.JoinInstance` every micro-batch.
 
 Anything larger than ``chunk_bytes`` (the header, the blob, a piece) is cut into chunks:
 ListState rows, or map entries with ``part`` = 0, 1, ….
@@ -24,8 +24,8 @@ then ``Engine.flush()`` runs (end of input). The deadline travels in the instanc
 header (``meta["idle_deadline_ms"]``), saved with every batch anyway; a timer is
 registered only when the key has none (``meta["flush_timer"]``), and a timer that fires
 before the deadline is moved to it instead of flushing. So a batch makes no timer calls
-(the eager form — list, delete, register every batch — made three round trips to the
-JVM per key and batch), and a timer fires at most once per ``idle_flush_ms`` while input
+(listing, deleting and registering the timer every batch would cost three round trips
+to the JVM per key and batch), and a timer fires at most once per ``idle_flush_ms`` while input
 flows. Spark hands a micro-batch's input rows to the processor before its expired
 timers, so after a crash the replayed batch moves the deadline before a timer could
 flush buffered tuples too early.
