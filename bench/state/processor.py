@@ -31,8 +31,8 @@ from bench.state.workload import (
     micro_batches,
 )
 from pipeline.core.logging import get_logger
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.spark import processor as proc
-from pipeline.spark.instance import InstanceConfig, JoinInstance
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig, SaveStats
 
 log = get_logger(__name__)

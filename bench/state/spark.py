@@ -31,8 +31,8 @@ from rich.progress import Progress
 
 from bench.state.workload import DESIGNS, RATE, bench_spec, generate_streams
 from pipeline.core.logging import get_logger
-from pipeline.spark.instance import InstanceConfig
-from pipeline.spark.instance_rows import OUTPUT_DDL
+from pipeline.runtime.frames import OUTPUT_DDL
+from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig, StateLayout
 from pipeline.spark.session import SessionConfig, build_session
 

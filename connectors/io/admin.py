@@ -123,6 +123,40 @@ def _ready(metadata: ClusterMetadata, name: str) -> bool:
     return all(p.leader >= 0 and p.error is None for p in topic.partitions.values())
 
 
+def _warn_partition_counts(metadata: ClusterMetadata, names: list[str],
+                           partitions: int) -> None:
+    """Log each existing topic of ``names`` whose partition count is not ``partitions``
+    (it is left unchanged)."""
+    for name in names:
+        existing = metadata.topics.get(name)
+        if existing is not None and existing.partitions and len(existing.partitions) != partitions:
+            log.warning(
+                "topic exists with another partition count; left unchanged",
+                topic=name, partitions=len(existing.partitions), requested=partitions,
+            )
+
+
+def _create(admin: AdminClient, topics: list[NewTopic], bootstrap: str, timeout: float,
+            client_config: Mapping[str, str] | None) -> list[str]:
+    """Create ``topics``; the names this call created (one created meanwhile by someone
+    else counts as success but is not listed)."""
+    futures = admin.create_topics(topics, operation_timeout=timeout, request_timeout=timeout)
+    created: list[str] = []
+    for name, future in futures.items():
+        try:
+            future.result()
+        except KafkaException as exc:
+            if _error_code(exc) == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            denied = is_authorization_failure(exc)
+            if denied is not None:
+                raise authorization_error(client_config or {}, denied.str(),
+                                          f"create topic {name!r}") from exc
+            raise TopicError(f"cannot create topic {name!r} on {bootstrap}: {exc}") from exc
+        created.append(name)
+    return created
+
+
 def ensure_topics(
     bootstrap: str,
     names: Iterable[str],
@@ -153,37 +187,13 @@ def ensure_topics(
     errors = ClientErrors()
     admin = admin_client(bootstrap, client_config, errors=errors)
     metadata = _metadata(admin, bootstrap, timeout, client_config, errors)
-    for name in wanted:
-        existing = metadata.topics.get(name)
-        if existing is not None and existing.partitions and len(existing.partitions) != partitions:
-            log.warning(
-                "topic exists with another partition count; left unchanged",
-                topic=name, partitions=len(existing.partitions), requested=partitions,
-            )
+    _warn_partition_counts(metadata, wanted, partitions)
     missing = [n for n in wanted if n not in metadata.topics]
     created: list[str] = []
     if missing:
-        futures = admin.create_topics(
-            [
-                NewTopic(n, num_partitions=partitions, replication_factor=replication_factor,
-                         config=dict(config or {}))
-                for n in missing
-            ],
-            operation_timeout=timeout,
-            request_timeout=timeout,
-        )
-        for name, future in futures.items():
-            try:
-                future.result()
-            except KafkaException as exc:
-                if _error_code(exc) == KafkaError.TOPIC_ALREADY_EXISTS:
-                    continue
-                denied = is_authorization_failure(exc)
-                if denied is not None:
-                    raise authorization_error(client_config or {}, denied.str(),
-                                              f"create topic {name!r}") from exc
-                raise TopicError(f"cannot create topic {name!r} on {bootstrap}: {exc}") from exc
-            created.append(name)
+        topics = [NewTopic(n, num_partitions=partitions, replication_factor=replication_factor,
+                           config=dict(config or {})) for n in missing]
+        created = _create(admin, topics, bootstrap, timeout, client_config)
         log.info("topics created", topics=created, partitions=partitions, bootstrap=bootstrap)
     pending = list(wanted)
     while True:

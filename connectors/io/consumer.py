@@ -140,6 +140,37 @@ def _wait_for_partitions(
         time.sleep(0.25)
 
 
+def _assignment(consumer: Any, names: Sequence[str], config: ConsumerConfig,
+                clock: Callable[[], float], errors: ClientErrors) -> list[Any]:
+    """Every partition of the topics, each at its start: the group's committed offset,
+    else the beginning or the end (``from_beginning``)."""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, TopicPartition
+
+    partitions = _wait_for_partitions(consumer, names, config, clock, errors)
+    if config.group_id is not None:  # resume at the group's committed offsets
+        start = OFFSET_STORED
+    else:
+        start = OFFSET_BEGINNING if config.from_beginning else OFFSET_END
+    return [TopicPartition(t, p, start) for t, ps in partitions.items() for p in ps]
+
+
+def _message_error(err: Any, msg: Any, config: ConsumerConfig,
+                   pending_eof: set[tuple[str, int]]) -> None:
+    """A message that carries an error: the end of a partition is noted in
+    ``pending_eof``; an ACL denial raises :class:`KafkaAuthorizationError`, a fatal error
+    :class:`KafkaUnavailableError`; any other is logged."""
+    from confluent_kafka import KafkaError
+
+    if err.code() == KafkaError._PARTITION_EOF:
+        pending_eof.discard((msg.topic(), msg.partition()))
+        return
+    if err.code() in AUTHZ_CODES:
+        raise authorization_error(config.client_config, err.str(), f"read {msg.topic()!r}")
+    if err.fatal():
+        raise KafkaUnavailableError(f"fatal consumer error: {err}")
+    log.warning("consumer error", error=str(err))
+
+
 def consume(
     topics: Sequence[str],
     *,
@@ -151,25 +182,13 @@ def consume(
     """Yield every record of ``topics`` (all partitions), decoded into ``reader`` or the
     current schema of the writer's name. Undecodable values come out as
     :class:`Undecodable`. Raises :class:`KafkaUnavailableError` if no broker answers."""
-    from confluent_kafka import (
-        OFFSET_BEGINNING,
-        OFFSET_END,
-        OFFSET_STORED,
-        Consumer,
-        KafkaError,
-        TopicPartition,
-    )
+    from confluent_kafka import Consumer
 
     names = [validate_topic(t) for t in topics]
     errors = ClientErrors()
     consumer = Consumer({**config.librdkafka(), "error_cb": errors})
     try:
-        partitions = _wait_for_partitions(consumer, names, config, clock, errors)
-        if config.group_id is not None:  # resume at the group's committed offsets
-            start = OFFSET_STORED
-        else:
-            start = OFFSET_BEGINNING if config.from_beginning else OFFSET_END
-        assignment = [TopicPartition(t, p, start) for t, ps in partitions.items() for p in ps]
+        assignment = _assignment(consumer, names, config, clock, errors)
         if not assignment:
             return
         consumer.assign(assignment)
@@ -182,15 +201,7 @@ def consume(
             for msg in batch:
                 err = msg.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending_eof.discard((msg.topic(), msg.partition()))
-                        continue
-                    if err.code() in AUTHZ_CODES:
-                        raise authorization_error(config.client_config, err.str(),
-                                                  f"read {msg.topic()!r}")
-                    if err.fatal():
-                        raise KafkaUnavailableError(f"fatal consumer error: {err}")
-                    log.warning("consumer error", error=str(err))
+                    _message_error(err, msg, config, pending_eof)
                     continue
                 item = _decode(msg, serde, reader)
                 pending_eof.add((item.topic, item.partition))

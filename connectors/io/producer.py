@@ -264,6 +264,32 @@ def _report_progress(on_progress: Callable[[int], None] | None, sent: int, last:
     return sent
 
 
+def _encode_chunk(serde: AvroSerde, schema_name: str, chunk: list[Record], first_index: int
+                  ) -> tuple[list[bytes], SerializationError | None]:
+    """The encoded values of ``chunk``; up to the first record that does not match the
+    schema, and its error, if one does not."""
+    try:
+        return serde.encode_many(schema_name, chunk, first_index=first_index), None
+    except SerializationError as exc:
+        return _encodable_prefix(serde, schema_name, chunk), exc
+
+
+def _send_chunk(head: list[Record], values: list[bytes],
+                send_many: Callable[[list[str], list[bytes | None], list[bytes]], None],
+                pacer: _Pacer | None, topic_of: Callable[[Record], str],
+                key_of: Callable[[Record], bytes | None] | None) -> None:
+    """Send encoded records: all at once, or one by one each at its paced time."""
+    if pacer is None:
+        keys: list[bytes | None] = ([key_of(r) for r in head] if key_of is not None
+                                    else [None] * len(head))
+        send_many([topic_of(r) for r in head], keys, values)
+        return
+    for record, value in zip(head, values, strict=True):
+        pacer.wait(record)
+        key = key_of(record) if key_of is not None else None
+        send_many([topic_of(record)], [key], [value])
+
+
 def publish(
     records: Iterable[Record],
     *,
@@ -295,20 +321,8 @@ def publish(
     closed: ProduceReport | None = None
     try:
         while chunk := list(islice(iterator, _CHUNK)):
-            error: SerializationError | None = None
-            try:
-                values = serde.encode_many(schema_name, chunk, first_index=index)
-            except SerializationError as exc:
-                error, values = exc, _encodable_prefix(serde, schema_name, chunk)
-            head = chunk[: len(values)]
-            if pacer is None:
-                keys = [key_of(r) for r in head] if key_of is not None else [None] * len(head)
-                send_many([topic_of(r) for r in head], keys, values)
-            else:
-                for record, value in zip(head, values, strict=True):
-                    pacer.wait(record)
-                    key = key_of(record) if key_of is not None else None
-                    send_many([topic_of(record)], [key], [value])
+            values, error = _encode_chunk(serde, schema_name, chunk, index)
+            _send_chunk(chunk[: len(values)], values, send_many, pacer, topic_of, key_of)
             index += len(values)
             if error is not None:
                 raise error

@@ -3,7 +3,7 @@
 The wall budget of GrubJoin inside Spark (ARCHITECTURE §5) gives each operator instance
 ``utilization / speedup`` seconds of work per second of stream time. We time what the
 Spark job's Python worker does with a micro-batch — the
-:class:`~pipeline.spark.instance.JoinInstance` (input validation, the member store,
+:class:`~pipeline.runtime.instance.JoinInstance` (input validation, the member store,
 K-slack, the Synchronizer, the join, result rows) and its state changes — with shedding
 off (the spec's quality-driven K policy or else K = the sample's maximum delay), fed one
 trigger interval of input per call, on samples of the workload at rates r₁ < r₂ < …
@@ -227,7 +227,7 @@ def time_instance_join(
     With ``repeats`` > 1 the fastest run counts (noise from other work only ever adds
     time); the sample is converted once for all runs. ``ids`` receives the result ids
     (of the last run), outside the timed span."""
-    from pipeline.spark.instance import InstanceConfig, JoinInstance
+    from pipeline.runtime.instance import InstanceConfig, JoinInstance
 
     exact = timing_spec(spec, sample)
     index = {s: i for i, s in enumerate(spec.join.streams)}

@@ -188,17 +188,12 @@ def security_settings(env: dict[str, str]) -> dict[str, Any]:
             "ssl_ca_location": Path(ca) if ca else None}
 
 
-def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
-    """Run the demo end to end; returns the collected data (see :func:`demo_report`)."""
+def _start_broker(step: Steps, cfg: DemoConfig, settings: Settings, prefix: str,
+                  workdir: Path) -> tuple[dict[str, str], Settings]:
+    """The local broker up; the child processes' environment and the settings of
+    this run (its bootstrap, topic prefix and, on a secure broker, the admin's login)."""
     from connectors.launch.broker import local_broker
     from connectors.launch.broker_config import BrokerConfig
-    from pipeline.quality.oracle import oracle
-
-    base = load_spec(cfg.spec_path or settings.demo_spec)  # bad spec: fail before starting anything
-    step = Steps(7)
-    prefix = f"demo{time.strftime('%H%M%S')}{uuid.uuid4().hex[:4]}"
-    workdir = cfg.out_dir or settings.cache_dir / "demo" / prefix
-    workdir.mkdir(parents=True, exist_ok=True)
 
     step("starting the local Kafka broker")
     broker = local_broker(BrokerConfig.from_settings(settings))
@@ -214,7 +209,12 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
                                                **security_settings(security)})
     step.note(f"broker at {bootstrap} ({'secure, as admin' if status.secure else 'plaintext'}); "
               f"topic prefix {prefix}; files in {workdir}")
+    return env, run_settings
 
+
+def _plan_run(step: Steps, cfg: DemoConfig, base: Spec, prefix: str, workdir: Path
+              ) -> DemoRun:
+    """The input rate (calibrated on a sample unless given) and the run's spec."""
     spec = with_overrides(base, job={"topic_prefix": prefix, "speedup": cfg.speedup,
                                      "checkpoint": str(workdir / "checkpoint")})
     capacity: Capacity | None = None
@@ -232,34 +232,46 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     # steps (and GrubJoin's wall budget sees batches of the size it plans for)
     per_trigger = 3 * rate * cfg.speedup * spec.job.trigger_ms / 1000.0
     spec = with_overrides(spec, job={"max_offsets_per_trigger": max(100, int(2 * per_trigger))})
-    run = DemoRun(prefix=prefix, workdir=workdir, spec=spec, capacity=capacity, rate=rate)
-    spec_path = workdir / "spec.toml"
-    spec_path.write_text(spec_to_toml(spec))
+    return DemoRun(prefix=prefix, workdir=workdir, spec=spec, capacity=capacity, rate=rate)
 
+
+def _produce(step: Steps, cfg: DemoConfig, run: DemoRun, job: Child,
+             env: dict[str, str]) -> Path:
+    """Publish the sensor workload while the job runs; the dump of what was
+    published."""
+    step(f"publishing {cfg.duration_s:g} s of sensor data at {run.rate:.0f}/s per stream, "
+         f"{cfg.speedup:g}× real time")
+    dump = run.workdir / "input.jsonl"
+    t1 = time.monotonic()
+    producer = Child("produce", [
+        "produce", "sensors", "--streams", "3", "--rate", f"{run.rate:.3f}",
+        "--duration", f"{cfg.duration_s:g}",
+        "--lags", ",".join(f"{v:g}" for v in cfg.lags_s),
+        "--kappas", ",".join(f"{v:g}" for v in cfg.kappas),
+        "--disorder", cfg.disorder, "--seed", str(cfg.seed),
+        "--speedup", f"{cfg.speedup:g}", "--dump", str(dump), "--topic-prefix", run.prefix,
+    ], run.workdir, env)
+    _watch(step, producer, job)
+    if producer.wait(60.0) != 0:
+        raise InfraError(f"harvest produce failed; log tail:\n{producer.tail()}")
+    run.timings["produce_s"] = time.monotonic() - t1
+    return dump
+
+
+def _run_job(step: Steps, cfg: DemoConfig, run: DemoRun, env: dict[str, str]) -> Path:
+    """The Spark job started, the input published, the job drained and idle;
+    its report's counts go to ``run``. Returns the input dump."""
+    spec_path = run.workdir / "spec.toml"
+    spec_path.write_text(spec_to_toml(run.spec))
     step(f"starting the Spark job (master {cfg.master})")
     t0 = time.monotonic()
     job = Child("submit", ["submit", "--spec", str(spec_path), "--master", cfg.master,
-                           "--until-idle", f"{cfg.idle_s:g}"], workdir, env)
+                           "--until-idle", f"{cfg.idle_s:g}"], run.workdir, env)
     try:
         job.wait_for_event("job starting", timeout_s=240.0)
-        _wait_for_query(job, workdir / "checkpoint", timeout_s=240.0)
+        _wait_for_query(job, run.workdir / "checkpoint", timeout_s=240.0)
         run.timings["spark_start_s"] = time.monotonic() - t0
-        step(f"publishing {cfg.duration_s:g} s of sensor data at {rate:.0f}/s per stream, "
-             f"{cfg.speedup:g}× real time")
-        dump = workdir / "input.jsonl"
-        t1 = time.monotonic()
-        producer = Child("produce", [
-            "produce", "sensors", "--streams", "3", "--rate", f"{rate:.3f}",
-            "--duration", f"{cfg.duration_s:g}",
-            "--lags", ",".join(f"{v:g}" for v in cfg.lags_s),
-            "--kappas", ",".join(f"{v:g}" for v in cfg.kappas),
-            "--disorder", cfg.disorder, "--seed", str(cfg.seed),
-            "--speedup", f"{cfg.speedup:g}", "--dump", str(dump), "--topic-prefix", prefix,
-        ], workdir, env)
-        _watch(step, producer, job)
-        if producer.wait(60.0) != 0:
-            raise InfraError(f"harvest produce failed; log tail:\n{producer.tail()}")
-        run.timings["produce_s"] = time.monotonic() - t1
+        dump = _produce(step, cfg, run, job, env)
         step("input published; waiting for the job to drain and go idle")
         code = job.wait(cfg.job_timeout_s)
         if code != 0:
@@ -270,16 +282,35 @@ def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     report = _json_tail(job.stdout_lines())
     run.spark_input = int(report.get("input_rows", 0))
     run.spark_results = int(report.get("results", 0))
+    return dump
+
+
+def _collect(step: Steps, run: DemoRun, run_settings: Settings, dump: Path) -> None:
+    """The results and metrics read back, the exact join computed on the dump."""
+    from pipeline.quality.oracle import oracle
 
     step("consuming results + metrics; computing the exact join (oracle) on the dump")
     run.dump = read_jsonl(dump)
     run.produced = len(run.dump)
-    run.results = [c.record for c in _read_topic(run_settings, f"{prefix}.results")]
-    run.metrics = [c.record for c in _read_topic(run_settings, f"{prefix}.metrics")]
+    run.results = [c.record for c in _read_topic(run_settings, f"{run.prefix}.results")]
+    run.metrics = [c.record for c in _read_topic(run_settings, f"{run.prefix}.metrics")]
     t2 = time.monotonic()
-    truth = oracle(spec.join, run.dump)
+    truth = oracle(run.spec.join, run.dump)
     run.timings["oracle_s"] = time.monotonic() - t2
     run.truth = [{"id": r.id, "result_time": r.result_time} for r in truth]
+
+
+def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
+    """Run the demo end to end; returns the collected data (see :func:`demo_report`)."""
+    base = load_spec(cfg.spec_path or settings.demo_spec)  # bad spec: fail before starting anything
+    step = Steps(7)
+    prefix = f"demo{time.strftime('%H%M%S')}{uuid.uuid4().hex[:4]}"
+    workdir = cfg.out_dir or settings.cache_dir / "demo" / prefix
+    workdir.mkdir(parents=True, exist_ok=True)
+    env, run_settings = _start_broker(step, cfg, settings, prefix, workdir)
+    run = _plan_run(step, cfg, base, prefix, workdir)
+    dump = _run_job(step, cfg, run, env)
+    _collect(step, run, run_settings, dump)
     return run
 
 

@@ -98,14 +98,8 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `produce` subcommand."""
-    p = subparsers.add_parser(
-        "produce",
-        help="generate a workload and publish it to Kafka (Avro, arrival order)",
-        description="Generate WORKLOAD deterministically (--seed) with the chosen disorder "
-        "and publish each stream s1..sM to <prefix>.in.<workload>.<stream>.",
-    )
+def _workload_arguments(p: argparse.ArgumentParser) -> None:
+    """What is generated: the workload, its streams, rates, duration, disorder, seed."""
     p.add_argument("workload", choices=WORKLOADS, help="which generator")
     p.add_argument("--streams", type=positive_int, default=3, help="number of streams M")
     p.add_argument(
@@ -140,6 +134,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--start-ms", type=non_negative_int, default=0, help="event time of the start, ms (0)"
     )
+
+
+def _publish_arguments(p: argparse.ArgumentParser) -> None:
+    """How it is published: pacing, dump, topics and wire format."""
     pacing = p.add_mutually_exclusive_group()
     pacing.add_argument(
         "--speedup",
@@ -169,6 +167,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Schema Registry's: magic byte 0 + schema id + body; the schema is registered under "
         "<topic>-value in HARVEST_SCHEMA_REGISTRY_URL or the `harvest registry up` one)",
     )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `produce` subcommand."""
+    p = subparsers.add_parser(
+        "produce",
+        help="generate a workload and publish it to Kafka (Avro, arrival order)",
+        description="Generate WORKLOAD deterministically (--seed) with the chosen disorder "
+        "and publish each stream s1..sM to <prefix>.in.<workload>.<stream>.",
+    )
+    _workload_arguments(p)
+    _publish_arguments(p)
     p.set_defaults(handler=run)
 
 

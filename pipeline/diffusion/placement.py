@@ -12,7 +12,7 @@ partition is ``i mod P``, so with ``P ≥ G`` every instance has a partition of 
 (and with ``P < G`` the instances share the partitions evenly). The physical key of
 instance ``i`` is always ``≡ i (mod G)``: the processor recovers the instance number
 as ``key mod G`` (:func:`instance_of`) without a lookup table, and the identity keys
-(``k = i``, what checkpoints written before this placement hold) decode the same way.
+(``k = i``, what a checkpoint without a placement file holds) decode the same way.
 
 Plain Python, no Spark: ``tests/integration`` checks :func:`spark_hash_int` and the
 placement against Spark itself.

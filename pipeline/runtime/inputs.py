@@ -24,7 +24,7 @@ from connectors.io.avsc import NUMERIC, AvroField
 from connectors.io.topics import input_topic, schema_for, validate_topic
 from pipeline.core.errors import ConfigError
 from pipeline.spec.inputs import KAFKA_TIME, OFFSET_ID, InputSpec
-from pipeline.spec.model import Spec
+from pipeline.spec.model import JoinSpec, Spec
 
 TimeUnit = Literal["ms", "us", "iso"]
 
@@ -166,6 +166,15 @@ def _payload_fields(spec: Spec, stream: str, fields: list[AvroField], path: str)
     return tuple(out.payload)
 
 
+def _attribute_fields(inp: InputSpec, join: JoinSpec) -> dict[str, str]:
+    """The predicate's attributes: engine name (``[join]``) → the stream's field (its
+    ``[inputs.<stream>]`` override, else the ``[join]`` name)."""
+    if join.predicate == "distance":
+        return {join.x: inp.x or join.x, join.y: inp.y or join.y}
+    assert join.attribute is not None
+    return {join.attribute: inp.attribute or join.attribute}
+
+
 def _plan(spec: Spec, index: int, stream: str, inp: InputSpec) -> StreamPlan:
     key = f"inputs.{stream}"
     path = inp.schema_path
@@ -188,7 +197,7 @@ def _plan(spec: Spec, index: int, stream: str, inp: InputSpec) -> StreamPlan:
                               f"(schema {path} fields: {_fields_list(fields)})")
         id_field, id_nullable = f.name, f.nullable
     attrs = []
-    for name, field_name in inp.attribute_fields(spec.join).items():
+    for name, field_name in _attribute_fields(inp, spec.join).items():
         if spec.join.predicate == "distance":
             sub = "x" if name == spec.join.x else "y"
         else:

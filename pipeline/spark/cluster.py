@@ -371,8 +371,3 @@ class StandaloneCluster:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, 0)
 
-
-def recorded_master_url(state_dir: Path) -> str | None:
-    """The master URL of a running cluster started with ``state_dir``, if any."""
-    status = StandaloneCluster(ClusterConfig(state_dir=state_dir)).status()
-    return status.master_url if status.running else None

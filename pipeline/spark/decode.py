@@ -178,39 +178,9 @@ def _complete(rec: Column, cfg: DecodeConfig) -> Column:
     return sf.coalesce(cond, sf.lit(False))
 
 
-def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
-    """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record
-    fields + ``kafka_ms`` (the record's Kafka timestamp, epoch ms).
-
-    ``reason`` is null for a valid record, else says why it was rejected (bad marker,
-    unknown fingerprint, undecodable/truncated body, trailing bytes, unknown stream, stream/topic
-    mismatch, negative event time, arrival before event time, NaN or ±Inf in an attribute of
-    ``cfg.finite``).
-    """
-    value = sf.col("value")
-    size = sf.length(value)
-    header_ok = (size >= HEADER_LEN) & (sf.substring(value, 1, 2) == _bin(MAGIC))
-    fp_ok = sf.substring(value, 3, 8) == _bin(cfg.fingerprint)
-    body = sf.expr(f"substring(value, {HEADER_LEN + 1}, length(value) - {HEADER_LEN})")
-    # decoded once, in a projection of its own: referenced by the checks below in the
-    # same projection, ``from_avro`` inside a CASE WHEN would run once per reference
-    # (Spark does not share a subexpression that only conditional branches contain)
-    decoded = raw.select(
-        "topic", "partition", "offset", "key",
-        sf.coalesce(value, _bin(b"")).alias("raw"),
-        sf.when(header_ok & fp_ok, from_avro(body, cfg.schema_json, {"mode": "PERMISSIVE"}))
-        .alias("rec"),
-        header_ok.alias("_header_ok"),
-        fp_ok.alias("_fp_ok"),
-        sf.unix_millis(sf.col("timestamp")).alias("_kafka_ms"),
-    )
-    rec = sf.col("rec")
-    df = decoded.select(
-        "*",
-        # Avro binary encoding is canonical: a body longer than its record re-encoded
-        # carries trailing bytes (the Python serde rejects those too)
-        sf.when(_complete(rec, cfg), to_avro(rec, cfg.schema_json)).alias("_canonical"),
-    )
+def _reason(cfg: DecodeConfig) -> Column:
+    """Why a decoded row is rejected (null when it is valid): the checks of :func:`decode`
+    in order, over the columns of its first projection."""
     expected_stream = _topic_stream(cfg)
     reason = (
         sf.when(sf.col("raw") == _bin(b""), sf.lit("empty record value"))
@@ -248,6 +218,43 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
         if kind is not None:
             bad, text = nonfinite_reason(sf.col(f"rec.{name}"), name, kind)
             reason = reason.when(bad, text)
+    return reason
+
+
+def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
+    """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record
+    fields + ``kafka_ms`` (the record's Kafka timestamp, epoch ms).
+
+    ``reason`` is null for a valid record, else says why it was rejected (bad marker,
+    unknown fingerprint, undecodable/truncated body, trailing bytes, unknown stream, stream/topic
+    mismatch, negative event time, arrival before event time, NaN or ±Inf in an attribute of
+    ``cfg.finite``).
+    """
+    value = sf.col("value")
+    size = sf.length(value)
+    header_ok = (size >= HEADER_LEN) & (sf.substring(value, 1, 2) == _bin(MAGIC))
+    fp_ok = sf.substring(value, 3, 8) == _bin(cfg.fingerprint)
+    body = sf.expr(f"substring(value, {HEADER_LEN + 1}, length(value) - {HEADER_LEN})")
+    # decoded once, in a projection of its own: referenced by the checks below in the
+    # same projection, ``from_avro`` inside a CASE WHEN would run once per reference
+    # (Spark does not share a subexpression that only conditional branches contain)
+    decoded = raw.select(
+        "topic", "partition", "offset", "key",
+        sf.coalesce(value, _bin(b"")).alias("raw"),
+        sf.when(header_ok & fp_ok, from_avro(body, cfg.schema_json, {"mode": "PERMISSIVE"}))
+        .alias("rec"),
+        header_ok.alias("_header_ok"),
+        fp_ok.alias("_fp_ok"),
+        sf.unix_millis(sf.col("timestamp")).alias("_kafka_ms"),
+    )
+    rec = sf.col("rec")
+    df = decoded.select(
+        "*",
+        # Avro binary encoding is canonical: a body longer than its record re-encoded
+        # carries trailing bytes (the Python serde rejects those too)
+        sf.when(_complete(rec, cfg), to_avro(rec, cfg.schema_json)).alias("_canonical"),
+    )
+    reason = _reason(cfg)
     fields = [sf.col(f"rec.{n}").alias(n) for n in cfg.field_names]
     return df.select(
         "topic", "partition", "offset", "key", "raw",

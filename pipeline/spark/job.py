@@ -1,15 +1,20 @@
-"""The Structured Streaming job: Kafka → decode → (pass-through | route → join) → Kafka.
+"""The Structured Streaming job: its config, its stages derived once, assembled once.
 
-Dataflow (ARCHITECTURE §1)::
+Dataflow (ARCHITECTURE §1; each stage in :mod:`pipeline.spark.stages`)::
 
-    readStream kafka (P.in.<workload>.<stream> or the [inputs] topics, earliest)
-      → decode (header check + from_avro PERMISSIVE; [inputs]: avro | avro-raw | json,
-        pipeline.spark.inputs)  ─ rejected ─→ dead_letter → P.deadletter
-      → valid envelope rows
+    read (P.in.<workload>.<stream> or the [inputs] topics, earliest)
+      → decode (header check + from_avro PERMISSIVE; [inputs]: avro | avro-raw | json)
+      → validate ─ rejected ─→ dead_letter → P.deadletter
           passthrough: re-encode → P.results
-          join: route (hash | ATR, Gu et al. §2; Spark SQL, explode replicas) + ticks
-                → groupBy(route_key).transformWithStateInPandas(JoinProcessor)
-                → kind=result → join_result → P.results ; kind=metric → operator_metrics → P.metrics
+          join: envelope → route (hash | ATR, Gu et al. §2; Spark SQL, explode replicas)
+                + ticks → join (groupBy(route_key).transformWithStateInPandas(JoinProcessor))
+                → encode: kind=result → join_result → P.results ;
+                          kind=metric → operator_metrics → P.metrics
+      → sink
+
+:func:`job_stages` is the one place that reads the whole :class:`JobConfig`: it derives
+each stage's small frozen config from the spec and settings, once; :func:`assemble` wires
+the stages with them and :func:`start_job` starts the sink.
 
 One query, one checkpoint, one Kafka sink with a computed ``topic`` column: a micro-batch's
 outputs of every kind commit together. ``[output] delivery = "at-least-once"`` (default):
@@ -26,41 +31,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as sf
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.types import IntegerType
 
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import input_topic, schema_for, validate_topic
 from pipeline.diffusion.routing import RouterConfig
 from pipeline.runtime.inputs import InputPlan
-from pipeline.spark.decode import DecodeConfig, decode, kafka_source
-from pipeline.spark.exactly_once import (
-    BatchWriter,
-    ExactlyOnceConfig,
-    commits_topic,
-    start_exactly_once_sink,
-)
-from pipeline.spark.inputs import (
-    attribute_names,
-    decode_inputs,
-    envelope_columns,
-    payload_column,
-    payload_schemas,
-)
-from pipeline.spark.instance import InstanceConfig
-from pipeline.spark.instance_rows import DEADLETTER_KEY, OUTPUT_DDL
-from pipeline.spark.placement import checkpoint_placement
-from pipeline.spark.processor import JoinProcessor, ProcessorConfig
-from pipeline.spark.results import result_value
-from pipeline.spark.routing import routed
-from pipeline.spark.sinks import (
-    dead_letter_value,
-    passthrough_rows,
-    rejected_value,
-    single_object,
-    start_kafka_sink,
+from pipeline.runtime.instance import InstanceConfig
+from pipeline.spark.decode import DecodeConfig
+from pipeline.spark.exactly_once import BatchWriter, ExactlyOnceConfig, commits_topic
+from pipeline.spark.inputs import attribute_names, envelope_columns, payload_schemas
+from pipeline.spark.processor import ProcessorConfig
+from pipeline.spark.stages import (
+    DecodeStage,
+    EncodeConfig,
+    EnvelopeConfig,
+    PassthroughConfig,
+    ReadConfig,
+    RouteConfig,
+    SingleObject,
+    SinkConfig,
+    decoded,
+    encoded,
+    envelope,
+    joined,
+    passthrough,
+    read,
+    route,
+    start_sink,
+    validated,
 )
 from pipeline.spec.model import Spec
 
@@ -131,92 +131,6 @@ def predicate_attributes(spec: Spec) -> tuple[str, ...]:
     return (join.attribute,) if join.attribute else ()
 
 
-def _routed(valid: DataFrame, spec: Spec, keys: tuple[int, ...] | None = None) -> DataFrame:
-    """Rows with their ``route_key`` (rejected rows: :data:`DEADLETTER_KEY`); instance
-    ``i`` gets key ``keys[i]`` (:func:`pipeline.spark.placement.checkpoint_placement`).
-
-    Routing is a Spark SQL expression (:mod:`pipeline.spark.routing`: ATR's segment
-    range or the key's hash, exploded into one row per copy), so the rows never leave
-    the JVM; only the liveness ticks read two narrow columns in a pandas UDF. With one
-    group every routing sends each row once to key 0 (``Router.route_batch`` with
-    G = 1), so the key is a literal; the one key sees all input, so it needs no
-    liveness ticks. (A run of batches holding only rejected records then does not
-    re-arm its idle timer; with G > 1 their ticks do.)"""
-    router = RouterConfig.from_spec(spec)
-    if router.groups == 1:
-        key = sf.when(sf.col("dl_value").isNotNull(), sf.lit(DEADLETTER_KEY)).otherwise(
-            sf.lit(0))
-        return valid.withColumn("route_key", key.cast(IntegerType()))
-    return routed(valid, router, keys if keys is not None else tuple(range(router.groups)))
-
-
-def _encode_outputs(out: DataFrame, cfg: JobConfig, serde: AvroSerde) -> DataFrame:
-    """Processor rows → Kafka rows: results as join_result (+ payload; or JSON), metrics
-    as operator_metrics."""
-    assert cfg.plan is not None
-    results, metrics, deadletters = cfg.output_topics
-    kind = sf.col("kind")
-    is_result = kind == "result"
-    metric_rec = sf.struct(
-        sf.col("time"), sf.col("wall_time"), sf.col("instance"), sf.col("z"),
-        sf.from_json(sf.col("harvest_fractions"), "array<double>").alias("harvest_fractions"),
-        sf.col("k_ms"), sf.col("recall_target"), sf.col("instant_recall_target"),
-        sf.col("estimated_recall"), sf.col("measured_recall"), sf.col("rate_in"),
-        sf.col("rate_out"), sf.col("queue_drops"), sf.col("state_size"),
-        sf.from_json(sf.col("extra"), "map<string,double>").alias("extra"),
-    )
-    value: Column = (
-        sf.when(is_result, result_value(cfg.plan, serde.schema_json("join_result")))
-        .when(kind == "metric", single_object(metric_rec, serde.header("operator_metrics"),
-                                              serde.schema_json("operator_metrics")))
-        .otherwise(sf.coalesce(sf.col("dl_value"), rejected_value(
-            serde.header("dead_letter"), serde.schema_json("dead_letter"))))
-    )
-    return out.select(
-        sf.when(is_result, sf.lit(results)).when(kind == "metric", sf.lit(metrics))
-        .otherwise(sf.lit(deadletters)).alias("topic"),
-        sf.when(is_result, sf.col("id").cast("binary"))
-        .when(kind == "metric", sf.col("instance").cast("binary"))
-        .otherwise(sf.col("dl_key")).alias("key"),
-        value.alias("value"),
-    )
-
-
-def _dead_letters(decoded: DataFrame, serde: AvroSerde) -> DataFrame:
-    """``dl_key, dl_value``: the dead-letter record of a rejected row (null when valid)."""
-    return decoded.select(
-        "*", sf.col("key").alias("dl_key"),
-        dead_letter_value(serde.header("dead_letter"), serde.schema_json("dead_letter"))
-        .alias("dl_value"),
-    )
-
-
-def _own_envelope(decoded: DataFrame, dcfg: DecodeConfig, plan: InputPlan) -> DataFrame:
-    """harvest's own topics: the envelope + the record's Kafka coordinates + payload."""
-    fields = plan.streams[0].payload
-    payload = sf.lit(None).cast("binary")
-    if fields:
-        struct = sf.struct(*[sf.col(f) for f in fields])
-        schema = next(iter(payload_schemas(plan).values()))  # same fields for every stream
-        payload = sf.when(sf.col("reason").isNull(), payload_column(
-            struct, sf.col("stream"), schema, plan.output_format))
-    return decoded.select(
-        "stream_idx", *dcfg.field_names, sf.col("partition").cast("int").alias("partition"),
-        sf.col("offset").cast("long").alias("offset"), payload.alias("payload"), "kafka_ms",
-        "raw", "dl_key", "dl_value")
-
-
-def _narrowed(env: DataFrame, attributes: tuple[str, ...], keep: set[str]) -> DataFrame:
-    """``env`` without the columns no stage after it reads: ``stream`` (the instance
-    uses ``stream_idx``) and each workload attribute outside ``keep`` (the predicate's
-    attributes and the hash router's key). The rows then cross routing, the shuffle and
-    the Arrow hand-over to Python narrower; the payload was built before, and
-    :func:`pipeline.spark.instance_rows.events_of` reads only the predicate's
-    attributes."""
-    dropped = {"stream", *(a for a in attributes if a not in keep)}
-    return env.select(*[c for c in env.columns if c not in dropped])
-
-
 def _kept_attributes(spec: Spec, instance: InstanceConfig) -> set[str]:
     """The attributes the join stage reads: the predicate's and the hash routing key."""
     router = RouterConfig.from_spec(spec)
@@ -237,44 +151,8 @@ def _instance_config(cfg: JobConfig, attributes: tuple[str, ...]) -> InstanceCon
         offset_ids=offset_ids, topics=cfg.input_topics)
 
 
-def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
-                 max_offsets_per_trigger: int | None) -> DataFrame:
-    """The job's output rows ``(topic, key, value)`` — the whole dataflow above."""
-    if cfg.plan is None:
-        raise ValueError("JobConfig.plan: resolve the inputs first (submit.job_config)")
-    raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
-                       cfg.client_options)
-    results, _, deadletters = cfg.output_topics
-    if cfg.foreign:
-        decoded = _dead_letters(decode_inputs(raw, cfg.plan), serde)
-        attributes = attribute_names(cfg.plan)
-        env = decoded.select(*envelope_columns(cfg.plan), "raw", "dl_key", "dl_value")
-    else:
-        dcfg = decode_config(cfg, serde)
-        decoded = _dead_letters(decode(raw, dcfg), serde)
-        if cfg.mode == "passthrough":
-            return passthrough_rows(decoded, dcfg.field_names, (results, deadletters),
-                                    serde.header(dcfg.schema_name), dcfg.schema_json)
-        attributes = dcfg.attribute_names
-        env = _own_envelope(decoded, dcfg, cfg.plan)
-    icfg = _instance_config(cfg, attributes)
-    pconf = ProcessorConfig(icfg, idle_flush_ms=cfg.idle_flush_ms, run_token=uuid.uuid4().hex)
-    env = _narrowed(env, attributes, _kept_attributes(cfg.spec, icfg))
-    keys = checkpoint_placement(spark, cfg.checkpoint, cfg.spec.job.groups).keys
-    joined = _routed(env, cfg.spec, keys).groupBy("route_key") \
-        .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append", "ProcessingTime")
-    return _encode_outputs(joined, cfg, serde)
-
-
-def observed(rows: DataFrame, cfg: JobConfig) -> DataFrame:
-    """Count output rows per topic in the query progress (``observedMetrics['out']``)."""
-    results, metrics, deadletters = cfg.output_topics
-    return rows.observe(
-        "out",
-        sf.count(sf.when(sf.col("topic") == results, 1)).alias("results"),
-        sf.count(sf.when(sf.col("topic") == metrics, 1)).alias("metrics"),
-        sf.count(sf.when(sf.col("topic") == deadletters, 1)).alias("deadletters"),
-    )
+def _single_object(serde: AvroSerde, name: str) -> SingleObject:
+    return SingleObject(serde.header(name), serde.schema_json(name))
 
 
 def exactly_once_config(cfg: JobConfig) -> ExactlyOnceConfig:
@@ -285,20 +163,127 @@ def exactly_once_config(cfg: JobConfig) -> ExactlyOnceConfig:
         client_config=cfg.driver_client_config)
 
 
+def sink_config(cfg: JobConfig) -> SinkConfig:
+    """The sink stage: Kafka sink, or transactions for ``delivery = "exactly-once"``."""
+    exactly_once = (exactly_once_config(cfg) if cfg.spec.output.delivery == "exactly-once"
+                    else None)
+    return SinkConfig(
+        topics=cfg.output_topics, bootstrap=cfg.bootstrap, checkpoint=cfg.checkpoint,
+        trigger_ms=cfg.spec.job.trigger_ms, client_options=cfg.client_options,
+        query_name=f"harvest-{cfg.mode}-{cfg.topic_prefix}", exactly_once=exactly_once)
+
+
+@dataclass(frozen=True)
+class JoinStages:
+    """The stages between validation and the sink in join mode."""
+
+    envelope: EnvelopeConfig
+    route: RouteConfig
+    join: ProcessorConfig
+    encode: EncodeConfig
+
+
+@dataclass(frozen=True)
+class JobStages:
+    """Every stage's config; exactly one of ``passthrough`` and ``join`` is set."""
+
+    read: ReadConfig
+    decode: DecodeStage
+    validate: SingleObject
+    passthrough: PassthroughConfig | None
+    join: JoinStages | None
+    sink: SinkConfig
+
+
+def _envelope_config(cfg: JobConfig, dcfg: DecodeConfig | None,
+                     instance: InstanceConfig, attributes: tuple[str, ...]) -> EnvelopeConfig:
+    """The join stage's columns: harvest's own topics (``dcfg``) or ``[inputs]``."""
+    plan = cfg.plan
+    assert plan is not None
+    keep = frozenset(_kept_attributes(cfg.spec, instance))
+    if dcfg is None:
+        return EnvelopeConfig(own=False, fields=envelope_columns(plan),
+                              attributes=attributes, keep=keep)
+    fields = plan.streams[0].payload
+    # the same payload fields, so the same payload schema, for every stream
+    schema = next(iter(payload_schemas(plan).values())) if fields else {}
+    return EnvelopeConfig(own=True, fields=dcfg.field_names, attributes=attributes,
+                          keep=keep, payload_fields=fields, payload_schema=schema,
+                          output_format=plan.output_format)
+
+
+def _join_stages(cfg: JobConfig, serde: AvroSerde, dcfg: DecodeConfig | None) -> JoinStages:
+    """Envelope, route, join and encode of join mode."""
+    assert cfg.plan is not None
+    attributes = attribute_names(cfg.plan) if dcfg is None else dcfg.attribute_names
+    icfg = _instance_config(cfg, attributes)
+    return JoinStages(
+        envelope=_envelope_config(cfg, dcfg, icfg, attributes),
+        route=RouteConfig(RouterConfig.from_spec(cfg.spec), cfg.checkpoint),
+        join=ProcessorConfig(icfg, idle_flush_ms=cfg.idle_flush_ms,
+                             run_token=uuid.uuid4().hex),
+        encode=EncodeConfig(
+            topics=cfg.output_topics, plan=cfg.plan,
+            result=_single_object(serde, "join_result"),
+            metrics=_single_object(serde, "operator_metrics"),
+            dead_letter=_single_object(serde, "dead_letter")),
+    )
+
+
+def _passthrough_config(cfg: JobConfig, serde: AvroSerde, dcfg: DecodeConfig
+                        ) -> PassthroughConfig:
+    """Passthrough mode: the input schema's fields and record, the results and
+    dead-letter topics."""
+    results, _, deadletters = cfg.output_topics
+    return PassthroughConfig(dcfg.field_names, (results, deadletters),
+                             SingleObject(serde.header(dcfg.schema_name), dcfg.schema_json))
+
+
+def job_stages(cfg: JobConfig, serde: AvroSerde,
+               max_offsets_per_trigger: int | None) -> JobStages:
+    """Each stage's config, derived once from ``cfg`` (harvest's own topics: one schema by
+    workload; ``[inputs]``: the resolved input plan)."""
+    if cfg.plan is None:
+        raise ValueError("JobConfig.plan: resolve the inputs first (submit.job_config)")
+    dcfg = None if cfg.foreign else decode_config(cfg, serde)
+    own_passthrough = dcfg is not None and cfg.mode == "passthrough"
+    return JobStages(
+        read=ReadConfig(cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
+                        cfg.client_options),
+        decode=DecodeStage(dcfg, cfg.plan),
+        validate=_single_object(serde, "dead_letter"),
+        passthrough=(_passthrough_config(cfg, serde, dcfg)
+                     if dcfg is not None and own_passthrough else None),
+        join=None if own_passthrough else _join_stages(cfg, serde, dcfg),
+        sink=sink_config(cfg),
+    )
+
+
+def assemble(spark: SparkSession, stages: JobStages) -> DataFrame:
+    """read → decode → validate → (passthrough | envelope → route → join → encode): the
+    job's output rows ``(topic, key, value)``."""
+    rows = validated(decoded(read(spark, stages.read), stages.decode), stages.validate)
+    if stages.passthrough is not None:
+        return passthrough(rows, stages.passthrough)
+    assert stages.join is not None
+    join = stages.join
+    env = envelope(rows, join.envelope)
+    return encoded(joined(route(spark, env, join.route), join.join), join.encode)
+
+
+def build_output(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
+                 max_offsets_per_trigger: int | None) -> DataFrame:
+    """The job's output rows ``(topic, key, value)`` — the whole dataflow above but the
+    sink."""
+    return assemble(spark, job_stages(cfg, serde, max_offsets_per_trigger))
+
+
 def start_job(spark: SparkSession, cfg: JobConfig, serde: AvroSerde) -> StreamingQuery:
     """Build the dataflow and start the query writing to Kafka: Spark's Kafka sink
     (at-least-once), or one Kafka transaction per micro-batch (exactly-once,
     :mod:`pipeline.spark.exactly_once`)."""
-    rows = observed(build_output(spark, cfg, serde, cfg.spec.job.max_offsets_per_trigger), cfg)
-    if cfg.spec.output.delivery == "exactly-once":
-        query, writer = start_exactly_once_sink(
-            rows, checkpoint=cfg.checkpoint, trigger_ms=cfg.spec.job.trigger_ms,
-            query_name=f"harvest-{cfg.mode}-{cfg.topic_prefix}",
-            config=exactly_once_config(cfg))
+    stages = job_stages(cfg, serde, cfg.spec.job.max_offsets_per_trigger)
+    query, writer = start_sink(assemble(spark, stages), stages.sink)
+    if writer is not None:
         WRITERS[str(query.id)] = writer
-        return query
-    return start_kafka_sink(
-        rows, bootstrap=cfg.bootstrap, checkpoint=cfg.checkpoint,
-        trigger_ms=cfg.spec.job.trigger_ms, client_options=cfg.client_options,
-        query_name=f"harvest-{cfg.mode}-{cfg.topic_prefix}",
-    )
+    return query

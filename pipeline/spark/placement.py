@@ -7,8 +7,7 @@ state is stored under the key value, so a checkpoint must keep its keys for good
 are chosen once, when the job starts on a new checkpoint, and written to
 ``<checkpoint>/harvest-route-keys.json`` (through Hadoop's file system, so any checkpoint
 URL works); every later start reads them back. A checkpoint that already holds
-micro-batches but no such file was written with the instance numbers as keys (before
-this placement) and keeps them.
+micro-batches but no such file uses the instance numbers as keys and keeps them.
 """
 
 from __future__ import annotations
@@ -105,8 +104,8 @@ class _HadoopFiles:
 
 def checkpoint_placement(spark: SparkSession, checkpoint: str, groups: int) -> Placement:
     """The route keys of the query on ``checkpoint`` with ``groups`` instances: the ones
-    recorded with it, the instance numbers for a checkpoint written before placement was
-    recorded, else new ones for the session's ``spark.sql.shuffle.partitions`` (recorded
+    recorded with it, the instance numbers for a checkpoint with micro-batches but no
+    recorded placement, else new ones for the session's ``spark.sql.shuffle.partitions`` (recorded
     before the query starts). One instance: key 0, nothing recorded."""
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
     if groups == 1:

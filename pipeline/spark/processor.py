@@ -8,10 +8,10 @@ checkpoint resumes exactly where the last committed micro-batch left the engine:
   and one MapState entry per *piece*: a join window's basic window, keyed (``window``,
   stream, basic-window id), or a member-store segment, keyed (``members``, stream, first
   arrival counter). A micro-batch rewrites the header, writes the pieces it changed
-  (:meth:`~pipeline.spark.instance.JoinInstance.changes`) and deletes the expired ones,
+  (:meth:`~pipeline.runtime.instance.JoinInstance.changes`) and deletes the expired ones,
   so what it writes follows the batch, not the window's content.
-* ``blob`` (the previous layout, kept as the baseline of ``harvest bench state``): the
-  whole pickled :class:`~pipeline.spark.instance.JoinInstance` every micro-batch.
+* ``blob`` (the baseline of ``harvest bench state``): the whole pickled
+  :class:`~pipeline.runtime.instance.JoinInstance` every micro-batch.
 
 Anything larger than ``chunk_bytes`` (the header, the blob, a piece) is cut into chunks:
 ListState rows, or map entries with ``part`` = 0, 1, ….
@@ -24,8 +24,8 @@ then ``Engine.flush()`` runs (end of input). The deadline travels in the instanc
 header (``meta["idle_deadline_ms"]``), saved with every batch anyway; a timer is
 registered only when the key has none (``meta["flush_timer"]``), and a timer that fires
 before the deadline is moved to it instead of flushing. So a batch makes no timer calls
-(the eager form — list, delete, register every batch — made three round trips to the
-JVM per key and batch), and a timer fires at most once per ``idle_flush_ms`` while input
+(listing, deleting and registering the timer every batch would cost three round trips
+to the JVM per key and batch), and a timer fires at most once per ``idle_flush_ms`` while input
 flows. Spark hands a micro-batch's input rows to the processor before its expired
 timers, so after a crash the replayed batch moves the deadline before a timer could
 flush buffered tuples too early.
@@ -53,8 +53,9 @@ from pyspark.sql.types import (
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.diffusion.placement import instance_of
-from pipeline.spark.instance import InstanceConfig, JoinInstance, PieceKey
-from pipeline.spark.instance_rows import DEADLETTER_KEY, dead_letter_frame
+from pipeline.runtime.frames import DEADLETTER_KEY, dead_letter_frame
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
+from pipeline.runtime.persistence import PieceKey
 
 log = get_logger(__name__)
 
@@ -141,9 +142,6 @@ class JoinProcessor(StatefulProcessor):
         if row is not None:
             return True, int(row[0])
         return self._has_state(), 0
-
-    def _stored_version(self) -> int:
-        return self._stored()[1]
 
     def _has_state(self) -> bool:
         return bool((self.blob if self.blob is not None else self.header).exists())

@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 
 from pipeline.core.errors import ConfigError
 from pipeline.diffusion.routing import RouterConfig, stable_hash_array
-from pipeline.spark.instance_rows import DEADLETTER_KEY, TICK_STREAM
+from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
 
 _M32 = 0xFFFFFFFF
 _M16 = 0xFFFF

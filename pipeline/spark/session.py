@@ -25,7 +25,7 @@ ROCKSDB_PROVIDER = (
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 )
 REQUIRED_JARS = ("spark-sql-kafka-0-10_", "spark-avro_", "kafka-clients-", "commons-pool2-")
-#: native memory of the JVM bounded (#15 soak; README "Reliability", docs/NOTES.md "soak"):
+#: native memory of the JVM bounded (soak benchmark; README "Reliability", NOTES.md "soak"):
 #: every RocksDB state store instance of the JVM shares one block cache and write-buffer
 #: budget of this many MB (Spark's default: each instance unbounded). The LRU block cache
 #: keeps the blocks of compacted-away SST files until it is full, so the budget is also

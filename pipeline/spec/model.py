@@ -2,13 +2,16 @@
 
 Sections: ``[join]`` (Ji et al. §II window join), ``[disorder]`` (Ji et al. K-slack
 sizing), ``[shedding]`` (GrubJoin, Gedik et al.), ``[memory]`` (Das et al.: the join
-memory and its eviction policy) and ``[job]`` (the Spark job). Unknown
-keys and bad values raise :class:`ConfigError` naming the key, e.g. ``join.epsilon``.
+memory and its eviction policy) and ``[job]`` (the Spark job), with the tables of
+:mod:`pipeline.spec.inputs` and :mod:`pipeline.spec.output`; :class:`Spec` checks the
+rules across sections. Unknown keys and bad values raise :class:`ConfigError` naming the
+key, e.g. ``join.epsilon``.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +26,8 @@ from pydantic import (
 )
 
 from pipeline.core.errors import ConfigError
-from pipeline.spec.inputs import InputSpec, check_inputs
+from pipeline.spec.inputs import InputSpec
+from pipeline.spec.names import DUMP_KEYS, RESULT_FIELDS, is_avro_name
 from pipeline.spec.output import OutputSpec
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
@@ -226,7 +230,7 @@ class Spec(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> Spec:
-        check_inputs(self.join, self.inputs, self.output)
+        _check_inputs(self.join, self.inputs, self.output)
         if self.inputs is not None and self.job.mode == "passthrough":
             raise ValueError("job.mode: 'passthrough' re-encodes harvest's own input topics; "
                              "it does not apply to [inputs]")
@@ -245,6 +249,61 @@ class Spec(BaseModel):
             raise ValueError(f"memory.max_tuples: fixed allocation over {m} streams needs at "
                              f"least {m} tuples, got {mem.max_tuples}")
         return self
+
+
+def _check_stream_names(streams: tuple[str, ...]) -> None:
+    for name in streams:
+        if not is_avro_name(name):
+            raise ValueError(
+                f"join.streams: {name!r} is not a valid Avro name ([A-Za-z_][A-Za-z0-9_]*); "
+                "stream names become result fields"
+            )
+        if name in RESULT_FIELDS:
+            raise ValueError(
+                f"join.streams: {name!r} equals a result field ({', '.join(RESULT_FIELDS)})"
+            )
+
+
+def _check_attribute_names(join: JoinSpec) -> None:
+    names = [join.x, join.y] if join.predicate == "distance" else [join.attribute]
+    for name in names:
+        if name in DUMP_KEYS:
+            key = "join.attribute" if join.predicate != "distance" else "join.x / join.y"
+            raise ValueError(f"{key}: {name!r} is a reserved dump key ({', '.join(DUMP_KEYS)})")
+
+
+def _check_inputs(join: JoinSpec, inputs: Mapping[str, InputSpec] | None,
+                 output: OutputSpec) -> None:
+    """Cross-section rules of ``[inputs]`` and ``[output]`` (``ValueError`` naming the key)."""
+    if output.payload or inputs is not None:
+        _check_stream_names(join.streams)
+    if inputs is None:
+        return
+    for name in inputs:
+        if name not in join.streams:
+            raise ValueError(f"inputs.{name}: not a stream of join.streams {list(join.streams)}")
+    missing = [s for s in join.streams if s not in inputs]
+    if missing:
+        raise ValueError(f"inputs: no [inputs.<stream>] table for stream(s) {missing}")
+    if output.topic is None:
+        raise ValueError("output.topic: required when [inputs] is given")
+    _check_attribute_names(join)
+    seen: dict[str, str] = {}
+    outputs = set(output.topics("unused"))
+    for name in join.streams:
+        spec = inputs[name]
+        if spec.topic in seen:
+            raise ValueError(f"inputs.{name}.topic: {spec.topic!r} is also the topic of "
+                             f"inputs.{seen[spec.topic]}")
+        if spec.topic in outputs:
+            raise ValueError(f"inputs.{name}.topic: {spec.topic!r} is an output topic")
+        seen[spec.topic] = name
+        if spec.attribute is not None and join.predicate == "distance":
+            raise ValueError(f"inputs.{name}.attribute: the distance predicate reads x and y")
+        for key in ("x", "y"):
+            if getattr(spec, key) is not None and join.predicate != "distance":
+                raise ValueError(f"inputs.{name}.{key}: only for the distance predicate, "
+                                 f"not {join.predicate!r}")
 
 
 def _describe(exc: ValidationError) -> str:

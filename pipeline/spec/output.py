@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.spec.inputs import TOPIC_PATTERN
+from pipeline.spec.names import TOPIC_PATTERN
 
 ALL_FIELDS = "*"
 

@@ -1,6 +1,6 @@
 """The Spark processor's micro-batch frames, built and read without Spark.
 
-:class:`pipeline.spark.instance.JoinInstance` takes pandas frames of input rows (with a
+:class:`pipeline.runtime.instance.JoinInstance` takes pandas frames of input rows (with a
 ``stream_idx`` column) and returns frames of output rows (``kind`` = result / metric /
 deadletter). pandas is imported when a helper runs, not with this module.
 

@@ -17,10 +17,11 @@ from pyspark.sql import functions as sf
 
 from pipeline.diffusion.placement import spread_keys
 from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
-from pipeline.spark.instance import InstanceConfig
-from pipeline.spark.instance_rows import DEADLETTER_KEY, TICK_STREAM
-from pipeline.spark.job import _kept_attributes, _narrowed
+from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
+from pipeline.runtime.instance import InstanceConfig
+from pipeline.spark.job import _kept_attributes
 from pipeline.spark.routing import hash_indices, routed
+from pipeline.spark.stages import narrowed as _narrowed
 from pipeline.spec.model import parse_spec
 
 SCHEMA = ("stream_idx int, seq long, event_time long, arrival_time long, a1 {key}, "

@@ -2,7 +2,7 @@
 results the rest of the run must give after a restore (run once, when the state layout
 is about to move: ``python tests/data/checkpoints/make_fixtures.py``).
 
-Each case: a :class:`~pipeline.spark.instance.JoinInstance` of one spec processes the
+Each case: a :class:`~pipeline.runtime.instance.JoinInstance` of one spec processes the
 first half of :func:`sensor_rows`, is dumped to bytes; the same blob is restored, takes
 the second half and is flushed; the result ids of that continuation are stored beside
 the blob. ``tests/unit/spark/test_checkpoint_compat.py`` restores the blob with the
@@ -15,7 +15,7 @@ import json
 import pathlib
 from typing import Any
 
-from pipeline.spark.instance import InstanceConfig, JoinInstance
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.spec.model import parse_spec
 from pipeline.testing.frames import batch_frame, result_ids
 from pipeline.testing.streams import SENSOR_ATTRS, SENSOR_STREAMS, sensor_rows

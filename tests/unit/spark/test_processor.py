@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from pipeline.core.errors import OperatorStateError
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
+from pipeline.runtime.persistence import WINDOW_PIECE
 from pipeline.spark import processor as proc
-from pipeline.spark.instance import WINDOW_PIECE, InstanceConfig, JoinInstance
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig, StateLayout
 from pipeline.spec.model import Spec
 from pipeline.spec.toml import with_overrides

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.diffusion.placement import identity_keys, spread_keys
 from pipeline.diffusion.routing import Router
-from pipeline.spark.instance import InstanceConfig
+from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.testing.compare import assert_same_results
 from pipeline.testing.frames import batch_frame, result_ids

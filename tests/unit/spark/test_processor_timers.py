@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark import processor as proc
-from pipeline.spark.instance import InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.testing.compare import assert_same_results
 from pipeline.testing.frames import batch_frame, result_ids

@@ -21,14 +21,9 @@ from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
+from pipeline.runtime.frames import OUTPUT_COLUMNS, TICK_STREAM, dead_letter_frame
+from pipeline.runtime.instance import LAG_TARGET_SHARE, InstanceConfig, JoinInstance
 from pipeline.runtime.resolve import resolve_engine
-from pipeline.spark.instance import InstanceConfig, JoinInstance
-from pipeline.spark.instance_rows import (
-    LAG_TARGET_SHARE,
-    OUTPUT_COLUMNS,
-    TICK_STREAM,
-    dead_letter_frame,
-)
 from pipeline.spec.model import Spec, parse_spec
 from pipeline.testing.compare import assert_no_invented, assert_same_results
 from pipeline.testing.frames import batch_frame, result_ids

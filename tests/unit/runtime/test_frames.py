@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.operators.events import Event
+from pipeline.runtime.frames import events_of, opt_int, remember, sorted_rows
 from pipeline.runtime.members import MemberStore
-from pipeline.spark.instance_rows import events_of, opt_int, remember, sorted_rows
 
 STREAMS = ("s1", "s2", "s3")
 

@@ -8,7 +8,7 @@ import time
 
 import pandas as pd
 
-from pipeline.spark.instance import InstanceConfig, JoinInstance
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.spec.model import parse_spec
 from pipeline.testing.frames import batch_frame, result_ids
 from pipeline.testing.oracle import oracle_ids

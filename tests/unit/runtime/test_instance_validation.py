@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from pipeline.diffusion.routing import Router, RouterConfig
-from pipeline.spark.instance import InstanceConfig, JoinInstance
+from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.testing.compare import assert_same_results
 from pipeline.testing.frames import batch_frame, result_ids
 from pipeline.testing.oracle import oracle_ids

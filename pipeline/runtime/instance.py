@@ -1,59 +1,64 @@
-"""One join operator instance (one route key) as the Spark processor runs it — no Spark here.
+"""One join operator instance (one route key) as a keyed, checkpointed runtime runs it.
 
 The :class:`JoinInstance` wraps the operator :class:`~pipeline.operators.engine.engine.Engine`
 (Ji et al. Fig. 2: K-slack → Synchronizer → m-way join, GrubJoin shedding) with what a
-keyed, checkpointed runtime needs: rebuild from pickled state bytes, take a micro-batch of
-envelope rows as a pandas frame, emit result and metrics frames, and keep the ATR
-ownership guard of Gu et al. §2 (a result is emitted only by the instance owning its
-master tuple's segment, :meth:`pipeline.diffusion.routing.Router.owns_result`).
+keyed, checkpointed runtime needs: rebuild from pickled state bytes
+(:mod:`pipeline.runtime.persistence`), take a micro-batch of envelope rows as a pandas
+frame and emit result, metric and dead-letter frames (:mod:`pipeline.runtime.frames`,
+:mod:`pipeline.runtime.operator_metrics`), and keep the ATR ownership guard of Gu et al.
+§2 (a result is emitted only by the instance owning its master tuple's segment,
+:meth:`pipeline.diffusion.routing.Router.owns_result`).
 
 Plain Python + pandas + NumPy, so it is unit-tested against the oracle without Spark.
 """
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from pipeline.core.errors import OperatorStateError
 from pipeline.core.gcpause import gc_paused
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult
-from pipeline.operators.validation.config import Admission, ValidatorConfig
+from pipeline.operators.validation.config import Admission, Rejected, ValidatorConfig
 from pipeline.operators.validation.holds import engine_holds
 from pipeline.operators.validation.validator import InputValidator
-from pipeline.runtime.members import MemberStore
-from pipeline.runtime.resolve import resolve_engine
-from pipeline.spark.instance_rows import (
+from pipeline.runtime.frames import (
     TICK_STREAM,
-    dead_letters,
+    dead_letter_rows,
     events_of,
-    lag_ratio,
-    metric_rows,
     output_frame,
     remember,
     result_frame,
     row_info,
     sorted_rows,
 )
+from pipeline.runtime.members import MemberStore
+from pipeline.runtime.operator_metrics import memory_extra, metric_rows, state_size
+from pipeline.runtime.persistence import (
+    PieceKey,
+    PieceSizes,
+    StateChanges,
+    dump_blob,
+    load_blob,
+    load_pieces,
+    state_changes,
+)
+from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
 
-__all__ = ["MEMBERS_PIECE", "WINDOW_PIECE", "InstanceConfig", "JoinInstance", "PieceKey",
-           "StateChanges"]
+__all__ = ["LAG_TARGET_SHARE", "InstanceConfig", "JoinInstance", "lag_ratio"]
 
-#: incremental state (ARCHITECTURE §3): a piece is (kind, stream, id) — a join window's
-#: basic window (id = basic-window id) or a segment of the member store (id = arrival
-#: counter of its first entry)
-PieceKey = tuple[str, int, int]
-WINDOW_PIECE = "window"
-MEMBERS_PIECE = "members"
+#: the wall budget's lag target, a share of the trigger interval: a micro-batch should end
+#: before the next one is due, so its freshest input is at most one trigger old when it
+#: does (a smaller share trades output for latency headroom)
+LAG_TARGET_SHARE = 1.0
 
 
 @dataclass(frozen=True)
@@ -114,22 +119,6 @@ class InstanceConfig:
         return PluginEnv(clock=wall_clock, speedup=self.speedup)
 
 
-@dataclass(frozen=True)
-class StateChanges:
-    """One save of the incremental state: the pickled header (engine header, counters,
-    member-store counters), the pickled pieces changed since the previous save, and the
-    keys of the pieces to delete (expired basic windows, evicted member segments)."""
-
-    header: bytes
-    put: dict[PieceKey, bytes]
-    removed: tuple[PieceKey, ...]
-
-    @property
-    def size(self) -> int:
-        """Bytes of the header and the pieces written."""
-        return len(self.header) + sum(len(b) for b in self.put.values())
-
-
 class JoinInstance:
     """Runtime of one route key: engine + counters, (de)serialized as one state blob
     (:meth:`dump`/:meth:`load`) or incrementally (:meth:`changes`/:meth:`from_pieces`)."""
@@ -152,7 +141,7 @@ class JoinInstance:
         #: bytes of the state as last saved (header + pieces, or the blob): the metrics'
         #: ``state_bytes`` (``harvest bench soak``); the size of each stored piece
         self.state_bytes = 0
-        self._piece_bytes: dict[PieceKey, int] = {}
+        self._pieces = PieceSizes()
         #: judges each tuple against its stream's clock before K-slack; its state travels
         #: in ``meta["validator"]`` (small: the clocks' recent arrivals, held tuples)
         self.validator = (InputValidator.from_snapshot(config.validation,
@@ -162,9 +151,7 @@ class JoinInstance:
     # ------------------------------------------------------------------ state
     def dump(self) -> bytes:
         """Pickled engine snapshot + counters (what the Spark state store keeps)."""
-        blob = pickle.dumps({"engine": self.engine.snapshot(), "meta": self.meta,
-                             "members": self.members.snapshot()},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        blob = dump_blob(self.engine, self.meta, self.members)
         self.state_bytes = len(blob)
         return blob
 
@@ -172,42 +159,19 @@ class JoinInstance:
     def load(cls, config: InstanceConfig, route_key: int, blob: bytes,
              wall_clock: Callable[[], float]) -> JoinInstance:
         """Rebuild from :meth:`dump` bytes; :class:`OperatorStateError` if they are bad."""
-        try:
-            data = pickle.loads(blob)
-            snap = data["engine"]
-            meta = dict(data["meta"])
-            members = config.member_store().restore(data.get("members"))
-        except (pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
-            raise OperatorStateError(
-                f"instance {route_key}: unreadable state blob of {len(blob)} bytes: {exc!r}"
-            ) from exc
-        engine = Engine.from_snapshot(config.engine, snap, config.env(wall_clock))
+        engine, meta, members = load_blob(blob, route_key, config.engine,
+                                          config.env(wall_clock), config.member_store())
         return cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
 
     def changes(self) -> StateChanges:
-        """The incremental state written since the previous call (or the restore): the
-        header, the basic windows changed by inserts, late inserts or evictions, the
-        member-store entries added, and the keys of what expired. Marks everything
-        persisted, so call it once per save (a save that is not committed must be
-        followed by :meth:`from_pieces` of the committed state, never by this object)."""
-        put: dict[PieceKey, bytes] = {}
-        removed: list[PieceKey] = []
-        for j, (changed, gone) in enumerate(self.engine.window_changes()):
-            for bid, piece in changed.items():
-                put[(WINDOW_PIECE, j, bid)] = _pickle(piece)
-            removed += [(WINDOW_PIECE, j, bid) for bid in gone]
-        members, segments, evicted = self.members.changes()
-        for (j, first), segment in segments.items():
-            put[(MEMBERS_PIECE, j, first)] = _pickle(segment)
-        removed += [(MEMBERS_PIECE, j, first) for j, first in evicted]
-        header = _pickle({"engine": self.engine.snapshot_header(), "meta": self.meta,
-                          "members": members})
-        for key, data in put.items():
-            self._piece_bytes[key] = len(data)
-        for key in removed:
-            self._piece_bytes.pop(key, None)
-        self.state_bytes = len(header) + sum(self._piece_bytes.values())
-        return StateChanges(header, put, tuple(removed))
+        """The incremental state written since the previous call (or the restore),
+        :func:`~pipeline.runtime.persistence.state_changes`. Marks everything persisted,
+        so call it once per save (a save that is not committed must be followed by
+        :meth:`from_pieces` of the committed state, never by this object)."""
+        changes = state_changes(self.engine, self.meta, self.members)
+        self._pieces.apply(changes)
+        self.state_bytes = len(changes.header) + self._pieces.total
+        return changes
 
     @classmethod
     def from_pieces(cls, config: InstanceConfig, route_key: int, header: bytes,
@@ -215,28 +179,11 @@ class JoinInstance:
                     wall_clock: Callable[[], float]) -> JoinInstance:
         """Rebuild from the latest :meth:`changes` header and every stored piece (the
         same instance as before that save); :class:`OperatorStateError` if they are bad."""
-        try:
-            data = pickle.loads(header)
-            windows: list[list[dict[str, Any]]] = [[] for _ in range(config.engine.m)]
-            segments: dict[tuple[int, int], dict[str, Any]] = {}
-            for (kind, j, ident), blob in pieces.items():
-                if kind == WINDOW_PIECE:
-                    windows[j].append(pickle.loads(blob))
-                elif kind == MEMBERS_PIECE:
-                    segments[(j, ident)] = pickle.loads(blob)
-                else:
-                    raise OperatorStateError(f"unknown state piece {(kind, j, ident)!r}")
-            snap = data["engine"]
-            meta = dict(data["meta"])
-            members = config.member_store().restore_pieces(data["members"], segments)
-        except (pickle.UnpicklingError, EOFError, KeyError, TypeError, IndexError) as exc:
-            raise OperatorStateError(
-                f"instance {route_key}: unreadable state header of {len(header)} bytes "
-                f"or pieces ({len(pieces)}): {exc!r}") from exc
-        engine = Engine.from_pieces(config.engine, snap, windows, config.env(wall_clock))
+        engine, meta, members = load_pieces(header, pieces, route_key, config.engine,
+                                            config.env(wall_clock), config.member_store())
         inst = cls(config, route_key, wall_clock, engine=engine, meta=meta, members=members)
-        inst._piece_bytes = {piece: len(blob) for piece, blob in pieces.items()}
-        inst.state_bytes = len(header) + sum(inst._piece_bytes.values())
+        inst._pieces = PieceSizes({piece: len(blob) for piece, blob in pieces.items()})
+        inst.state_bytes = len(header) + inst._pieces.total
         return inst
 
     # ------------------------------------------------------------------ input
@@ -280,7 +227,7 @@ class JoinInstance:
                                for ev, info in self.validator.held]
         accepted = [ev for ev, _ in adm.accepted]
         self._remember_infos(rows, adm.accepted)
-        dead = dead_letters(self, rows, adm.rejected)
+        dead = self._dead_letters(rows, adm.rejected)
         self.meta["validator"] = self.validator.snapshot()
         return accepted, [dead] if dead is not None else []
 
@@ -363,19 +310,54 @@ class JoinInstance:
             frames.append(out)
             self.meta["emitted"] = int(self.meta.get("emitted", 0)) + len(out)
         self.members.evict(int(self.engine.join.join_time))
-        rows = metric_rows(self, now)
+        rows = self._metric_rows(now)
         if rows:
             frames.append(output_frame(rows))
         return frames
+
+    def _metric_rows(self, wall_now: int) -> list[dict[str, Any]]:
+        """The engine's drained metrics as ``operator_metrics`` rows, with the memory,
+        validator and state-size counters in ``extra``."""
+        drained = self.engine.drain_metrics()
+        if not drained:
+            return []
+        extra = memory_extra(self.engine)
+        if self.validator is not None:
+            extra.update(self.validator.metrics())
+        if self.state_bytes:
+            extra["state_bytes"] = float(self.state_bytes)
+        return metric_rows(drained, self.engine, self.meta, instance=str(self.route_key),
+                           wall_now=wall_now,
+                           recall_target=float(self.config.engine.disorder.recall),
+                           extra=extra)
+
+    def _dead_letters(self, rows: pd.DataFrame, rejected: list[Rejected]
+                      ) -> pd.DataFrame | None:
+        """``kind=deadletter`` rows of the tuples this instance rejected. With ATR a tuple
+        reaches several instances; only the owner of its timestamp's segment writes its
+        dead letter, so each is written once."""
+        router = self.router
+        if router.config.mode == "atr":
+            rejected = [r for r in rejected if router.owns(self.route_key, r.event.ts)]
+        self.meta["deadletters"] = int(self.meta.get("deadletters", 0)) + len(rejected)
+        return dead_letter_rows(rows, rejected, str(self.route_key), self.config.topics)
 
     def _wall_ms(self) -> float:
         return self._wall() * 1000.0
 
     def state_size(self) -> int:
         """Tuples held in the join windows, K-slack buffers and the Synchronizer."""
-        eng = self.engine
-        return int(eng.join.state_size() + sum(len(k) for k in eng.kslacks) + len(eng.sync))
+        return state_size(self.engine)
 
 
-def _pickle(value: Any) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+def lag_ratio(frame: pd.DataFrame, end_s: float, trigger_ms: int) -> float | None:
+    """Age of the batch's freshest input at ``end_s`` (wall seconds, epoch clock) over
+    the lag target (``LAG_TARGET_SHARE × trigger_ms``); None without Kafka timestamps."""
+    if "kafka_ms" not in frame.columns:
+        return None
+    stamps = frame.loc[frame["stream_idx"] != TICK_STREAM, "kafka_ms"].dropna()
+    if stamps.empty:
+        return None
+    age_ms = end_s * 1000.0 - float(stamps.max())
+    target_ms = LAG_TARGET_SHARE * trigger_ms
+    return max(0.0, age_ms) / target_ms if target_ms > 0 else None

@@ -1,11 +1,11 @@
-"""The join instance's rows (:mod:`pipeline.spark.instance`): envelope rows in, output rows
-out — no Spark here, plain pandas + NumPy.
+"""The join instance's frames: envelope rows in, output rows out — plain pandas + NumPy.
 
-Input: a micro-batch's envelope rows (a pandas frame per route key, as
+Input: a micro-batch's envelope rows (a pandas frame per route key, as Spark's
 ``transformWithStateInPandas`` hands them over) become :class:`Event` objects column by
 column (:func:`events_of`), and their Kafka coordinates and payload bytes go into the
 member store one column slice per stream (:func:`remember`), not one call per row.
-Output: result, metric and dead-letter rows as frames of :data:`OUTPUT_COLUMNS`.
+Output: result, metric and dead-letter rows as frames of :data:`OUTPUT_COLUMNS`, the one
+schema (:data:`OUTPUT_DDL`) of the processor's output.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,9 +21,6 @@ import pandas as pd
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.validation.config import Rejected
 from pipeline.runtime.members import UNKNOWN, MemberStore
-
-if TYPE_CHECKING:
-    from pipeline.spark.instance import JoinInstance
 
 #: columns of the processor's output (one schema, ``kind`` = result | metric)
 OUTPUT_DDL = (
@@ -38,12 +35,6 @@ OUTPUT_DDL = (
 OUTPUT_COLUMNS = tuple(part.strip().split(" ")[0] for part in OUTPUT_DDL.split(","))
 TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input"
 DEADLETTER_KEY = -1  # route key of rejected input rows: passed through as kind=deadletter
-#: the wall budget's lag target, a share of the trigger interval: a micro-batch should end
-#: before the next one is due, so its freshest input is at most one trigger old when it
-#: does (a smaller share trades output for latency headroom)
-LAG_TARGET_SHARE = 1.0
-_METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall",
-                "measured_recall", "queue_drops")
 
 
 # ---------------------------------------------------------------------- input
@@ -159,19 +150,6 @@ def opt_float(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def lag_ratio(frame: pd.DataFrame, end_s: float, trigger_ms: int) -> float | None:
-    """Age of the batch's freshest input at ``end_s`` (wall seconds, epoch clock) over
-    the lag target (``LAG_TARGET_SHARE × trigger_ms``); None without Kafka timestamps."""
-    if "kafka_ms" not in frame.columns:
-        return None
-    stamps = frame.loc[frame["stream_idx"] != TICK_STREAM, "kafka_ms"].dropna()
-    if stamps.empty:
-        return None
-    age_ms = end_s * 1000.0 - float(stamps.max())
-    target_ms = LAG_TARGET_SHARE * trigger_ms
-    return max(0.0, age_ms) / target_ms if target_ms > 0 else None
-
-
 # ---------------------------------------------------------------------- output
 def output_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows (subsets of the output columns) → a frame with every output column."""
@@ -207,90 +185,18 @@ def result_frame(results: list[JoinResult], instance: str, emit_ms: int,
     return output_frame(rows) if rows else output_frame([]).iloc[0:0]
 
 
-def dead_letters(inst: JoinInstance, rows: pd.DataFrame, rejected: list[Rejected]
-                 ) -> pd.DataFrame | None:
-    """``kind=deadletter`` rows of the tuples ``inst`` rejected (encoded as ``dead_letter``
-    records in Spark SQL). With ATR a tuple reaches several instances; only the owner of
-    its timestamp's segment writes its dead letter, so each is written once."""
+def dead_letter_rows(rows: pd.DataFrame, rejected: Sequence[Rejected], instance: str,
+                     topics: Sequence[str]) -> pd.DataFrame | None:
+    """``kind=deadletter`` rows of rejected tuples (encoded as ``dead_letter`` records in
+    Spark SQL): a tuple's ``info`` is its position in ``rows`` or, for one held from an
+    earlier batch, its detached :func:`row_info`; ``topics`` name each stream's input
+    topic. None when nothing was rejected."""
     out = []
-    router = inst.router
-    atr = router.config.mode == "atr"
-    topics = inst.config.topics
     for r in rejected:
-        if atr and not router.owns(inst.route_key, r.event.ts):
-            continue
         info = row_info(rows, r.info) if isinstance(r.info, int) else r.info
-        out.append({"kind": "deadletter", "instance": str(inst.route_key),
+        out.append({"kind": "deadletter", "instance": instance,
                     "dl_key": info["key"], "dl_reason": r.reason,
                     "dl_topic": topics[r.event.stream] if topics else "",
                     "dl_partition": info["partition"], "dl_offset": info["offset"],
                     "dl_raw": info["raw"]})
-    inst.meta["deadletters"] = int(inst.meta.get("deadletters", 0)) + len(out)
     return output_frame(out) if out else None
-
-
-def memory_extra(inst: JoinInstance) -> dict[str, float]:
-    """With ``[memory]`` on, for ``extra``: the evictions so far, ``window_state`` (tuples in
-    the join windows, at most ``memory_budget``) and ``kslack_tuples`` (K-slack and
-    Synchronizer, outside the bound); nothing when it is off."""
-    mem = inst.engine.memory_metrics()
-    if mem is None:
-        return {}
-    return {key: float(mem[key])
-            for key in ("evictions", "window_state", "memory_budget", "kslack_tuples")}
-
-
-def metric_rows(inst: JoinInstance, wall_now: int) -> list[dict[str, Any]]:
-    """``drain_metrics`` rows of the instance's engine merged per stream time →
-    ``operator_metrics`` fields.
-
-    ``rate_in``/``rate_out`` are tuples/results per second of stream time since the
-    previous drain (ARCHITECTURE §7); policy-specific numbers go to ``extra``."""
-    merged: dict[int, dict[str, Any]] = {}
-    for row in inst.engine.drain_metrics():
-        merged.setdefault(int(row["time"]), {}).update(row)
-    out: list[dict[str, Any]] = []
-    if not merged:
-        return out
-    # counters are only known per micro-batch: average them over the stream time since
-    # the previous drain; counters and the engine clock (arrival time) both stand at the
-    # end of the batch
-    stats, meta = inst.engine.stats, inst.meta
-    last_t = meta.get("last_time")
-    t_end = int(inst.engine.clock)
-    span_s = (t_end - last_t) / 1000.0 if last_t is not None and t_end > last_t else 0.0
-    d_in = stats.inputs - int(meta.get("last_inputs", 0))
-    d_out = stats.results - int(meta.get("last_results", 0))
-    rate_in = d_in / span_s if span_s > 0 else 0.0
-    rate_out = d_out / span_s if span_s > 0 else 0.0
-    meta.update(last_time=t_end, last_inputs=stats.inputs, last_results=stats.results)
-    memory = memory_extra(inst)
-    for t in sorted(merged):
-        row = merged[t]
-        fractions = row.get("harvest_fractions") or []
-        flat = [float(v) for r in fractions for v in (r if isinstance(r, list) else [r])]
-        extra = {k: float(v) for k, v in row.items()
-                 if k not in _METRIC_KEYS and isinstance(v, int | float)
-                 and not isinstance(v, bool) and math.isfinite(float(v))}
-        extra.update(memory)
-        if inst.validator is not None:
-            extra.update(inst.validator.metrics())
-        if inst.state_bytes:
-            extra["state_bytes"] = float(inst.state_bytes)
-        out.append({
-            "kind": "metric", "instance": str(inst.route_key),
-            "time": t, "wall_time": wall_now,
-            "z": float(row.get("z", 1.0)),
-            "harvest_fractions": json.dumps(flat),
-            "k_ms": int(row.get("k_ms", inst.engine.slack.current_k())),
-            "recall_target": float(inst.config.engine.disorder.recall),
-            "instant_recall_target": opt_float(row.get("instant_recall_target")),
-            "estimated_recall": opt_float(row.get("estimated_recall")),
-            "measured_recall": opt_float(row.get("measured_recall")),
-            "rate_in": rate_in,
-            "rate_out": rate_out,
-            "queue_drops": int(row.get("queue_drops", stats.dropped)),
-            "state_size": inst.state_size(),
-            "extra": json.dumps(extra),
-        })
-    return out
