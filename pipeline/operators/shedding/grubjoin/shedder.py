@@ -44,6 +44,7 @@ from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
 from pipeline.operators.shedding.costmodel import HarvestModel, build_model
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
+from pipeline.operators.shedding.grubjoin.draws import PlanDraws, draws_per_tuple
 from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
 from pipeline.operators.shedding.grubjoin.plans import (
     harvest_plans,
@@ -122,8 +123,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         #: runs its sorted indexes
         self.indexed = join.index and getattr(join.predicate, "kind", None) in ("band", "equi")
         self.stats = OnlineStats(config.m, DECAY, per_window=self.indexed)
-        #: window share scanned per position by the shredding plan issued last
-        self._shred_fractions: tuple[tuple[int, ...], tuple[float, ...]] | None = None
+        #: the plans' random choices, a run at a time (draws.py); ``legacy_draws``: a
+        #: state restored from before it keeps drawing one choice at a time
+        self.draws = PlanDraws(self.n_windows)
+        self.legacy_draws = False
         self.rng = np.random.default_rng(sh.seed)
         self.plans: tuple[ProbePlan, ...] | None = None  # None = full scans, default order
         self.fractions: list[list[float]] = [[1.0] * (config.m - 1) for _ in range(config.m)]
@@ -146,31 +149,38 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         return self.budget.admit(now)
 
     def plan(self, direction: int) -> ProbePlan | None:
+        if self.legacy_draws:
+            return self._legacy_plan(direction)
+        return self.plan_run(np.array([direction], dtype=np.int64))[0]
+
+    def plan_run(self, streams: np.ndarray) -> list[ProbePlan | None]:
+        """Ours (the engine's batch path): :meth:`plan` for each tuple of a run at once —
+        the same draws, one ``rng.random((n, k))`` (:mod:`~pipeline.operators.shedding.
+        grubjoin.draws`)."""
+        sh = self.config.shedding
+        n = int(streams.shape[0])
+        if self.legacy_draws and sh.shred_rate > 0:
+            return [self._legacy_plan(s) for s in streams.tolist()]
+        sampling = self.plans is not None and self.share < 1.0
+        k = draws_per_tuple(self.config.m, sh.shred_rate, sampling)
+        u = self.rng.random((n, k))
+        return self.draws.choose(streams, u, self.plans, self.throttle.z, sh.shred_rate,
+                                 self.share if sampling else 1.0)
+
+    def _legacy_plan(self, direction: int) -> ProbePlan | None:
+        """The draws of a state restored from before :mod:`~pipeline.operators.shedding.
+        grubjoin.draws` (one ``rng`` call per choice), so it continues as it would have."""
         current = None if self.plans is None else self.plans[direction]
         if self.rng.random() < self.config.shedding.shred_rate:
             shred = shred_plan(direction, self.n_windows, self.throttle.z, self.rng)
-            # shredding scans ⌈z·n⌉ ≥ 1 windows of the first partner; below z = 1/n it
-            # runs on a z·n share of the sampled tuples so its cost still respects z
             share = self.throttle.z * self.n_windows[shred.order[0]] if shred.order else 1.0
             if share >= 1.0 or self.rng.random() < share:
-                self._shred_fractions = (tuple(shred.order or ()),
-                                         scanned_fractions(shred, self.n_windows))
+                self.draws.fractions[tuple(shred.order or ())] = scanned_fractions(
+                    shred, self.n_windows)
                 return shred
         if current is not None and self.share < 1.0 and self.rng.random() >= self.share:
             return ProbePlan(order=current.order, windows=((),) * (self.config.m - 1))
         return current
-
-    def plan_run(self, streams: np.ndarray) -> list[ProbePlan | None] | None:
-        """Ours (the engine's batch path): :meth:`plan` for each direction at once when no
-        draw can pick anything but the plan in force (no shredding, full probe share):
-        the same random draws, one call. None: ask :meth:`plan` tuple by tuple."""
-        if self.config.shedding.shred_rate > 0 or self.share < 1.0:
-            return None
-        self.rng.random(int(streams.shape[0]))  # plan()'s shredding draws, in order
-        current = self.plans
-        if current is None:
-            return [None] * int(streams.shape[0])
-        return [current[s] for s in streams.tolist()]
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
@@ -195,9 +205,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
             self.hist.observe(feedback)
-        held = self._shred_fractions
-        fractions = held[1] if held is not None and held[0] == feedback.order else None
-        self.stats.observe_probe(feedback, fractions)
+        self.stats.observe_probe(feedback, self.draws.fractions.get(feedback.order))
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
@@ -247,6 +255,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             self.fractions = model.fractions(counts).round(4).tolist()
         self.hist.age()
         self.stats.age()
+        self.draws.reset()
         return {
             "time": now,
             "mode": "grubjoin",
@@ -337,6 +346,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "share": self.share,
             "service_ms": self.service_ms,
             "join_share": self.join_share.snapshot(),
+            "draws": "legacy" if self.legacy_draws else "run",
         }
 
     @classmethod
@@ -364,6 +374,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             obj.share = float(snap.get("share", 1.0))
             used = snap.get("z_used")
             obj.z_used = None if used is None else float(used)
+            obj.legacy_draws = snap.get("draws") != "run"
 
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
