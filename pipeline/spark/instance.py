@@ -21,6 +21,7 @@ import pandas as pd
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.gcpause import gc_paused
+from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
@@ -80,6 +81,9 @@ class InstanceConfig:
     validation: ValidatorConfig | None = None
     #: the input topic of each stream (the dead letters of rejected tuples name it)
     topics: tuple[str, ...] = ()
+    #: time each micro-batch's phases (:class:`~pipeline.core.profile.PhaseProfile`;
+    #: the metrics rows' ``extra`` then carries ``profile_us_<phase>`` per admitted tuple)
+    profile: bool = False
 
     @classmethod
     def from_spec(cls, spec: Spec, attributes: Iterable[str], *, payload: bool = False,
@@ -158,6 +162,18 @@ class JoinInstance:
         self.validator = (InputValidator.from_snapshot(config.validation,
                                                        self.meta.get("validator"))
                           if config.validation is not None else None)
+        #: per-phase timing of each micro-batch (:meth:`attach_profile`; None = off)
+        self.profile: PhaseProfile | None = None
+
+    def attach_profile(self, profile: PhaseProfile | None) -> None:
+        """Time the phases of every later micro-batch on ``profile`` (its injected timer;
+        None: stop). The engine's batch path laps the join's phases on it too."""
+        self.profile = profile
+        self.engine.attach_profile(profile)
+
+    def _lap(self, phase: str) -> None:
+        if self.profile is not None:
+            self.profile.lap(phase)
 
     # ------------------------------------------------------------------ state
     def dump(self) -> bytes:
@@ -190,6 +206,7 @@ class JoinInstance:
         member-store entries added, and the keys of what expired. Marks everything
         persisted, so call it once per save (a save that is not committed must be
         followed by :meth:`from_pieces` of the committed state, never by this object)."""
+        started = self.profile.timer() if self.profile is not None else 0.0
         put: dict[PieceKey, bytes] = {}
         removed: list[PieceKey] = []
         for j, (changed, gone) in enumerate(self.engine.window_changes()):
@@ -207,6 +224,8 @@ class JoinInstance:
         for key in removed:
             self._piece_bytes.pop(key, None)
         self.state_bytes = len(header) + sum(self._piece_bytes.values())
+        if self.profile is not None:
+            self.profile.add("state", self.profile.timer() - started)
         return StateChanges(header, put, tuple(removed))
 
     @classmethod
@@ -260,6 +279,7 @@ class JoinInstance:
         duplicates are dropped. Without validation: every event, no dead letters."""
         rows = sorted_rows(frame)
         events = self._events_of(rows)
+        self._lap("input")
         if self.validator is not None and "stream_idx" in frame.columns:
             ticks = frame.loc[frame["stream_idx"] == TICK_STREAM, "arrival_time"]
             if len(ticks):  # ATR over G > 1: this instance sees only its segments
@@ -269,6 +289,7 @@ class JoinInstance:
             return events, []
         adm = self.validator.admit(list(zip(events, range(len(events)), strict=True)),
                                    lambda evs: engine_holds(self.engine, evs))
+        self._lap("validation")
         return self._admitted(rows, adm)
 
     def _admitted(self, rows: pd.DataFrame, adm: Admission
@@ -322,9 +343,17 @@ class JoinInstance:
         budget = self.engine.shedder.wall_budget()
         start = self._wall()
         timed_before = budget.timed_total if budget is not None else 0.0
+        prof = self.profile
+        if prof is not None:
+            prof.start()
+            dropped = self.engine.stats.dropped
         events, dead = self.admit(frame)
+        self._lap("input")  # the member store (remember)
         results = self.engine.process_many(events)
         out = self._output(results) + dead
+        if prof is not None:
+            prof.batches += 1
+            prof.tuples += len(events) - (self.engine.stats.dropped - dropped)
         if budget is not None:
             end = self._wall()
             overhead = (end - start) - (budget.timed_total - timed_before)
@@ -353,6 +382,7 @@ class JoinInstance:
 
     def _output(self, results: list[JoinResult]) -> list[pd.DataFrame]:
         frames: list[pd.DataFrame] = []
+        self._lap("results")  # JoinResult objects (the engine's drain)
         owned = self._owned(results)
         now = int(self._wall_ms())
         if owned:
@@ -362,10 +392,12 @@ class JoinInstance:
                     len(owned) - len(out))
             frames.append(out)
             self.meta["emitted"] = int(self.meta.get("emitted", 0)) + len(out)
+        self._lap("results")
         self.members.evict(int(self.engine.join.join_time))
         rows = metric_rows(self, now)
         if rows:
             frames.append(output_frame(rows))
+        self._lap("output")
         return frames
 
     def _wall_ms(self) -> float:

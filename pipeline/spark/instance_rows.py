@@ -240,6 +240,19 @@ def memory_extra(inst: JoinInstance) -> dict[str, float]:
             for key in ("evictions", "window_state", "memory_budget", "kslack_tuples")}
 
 
+def profile_extra(inst: JoinInstance) -> dict[str, float]:
+    """With a phase profile attached, for ``extra``: µs per admitted tuple of each phase
+    since it was attached (``profile_us_<phase>``), of all phases but probing
+    (``profile_us_unsheddable``) and the tuples counted; nothing when it is off."""
+    prof = inst.profile
+    if prof is None:
+        return {}
+    out = {f"profile_us_{r['phase']}": float(r["us_per_tuple"]) for r in prof.rows()}
+    out["profile_us_unsheddable"] = round(prof.us_per_tuple(), 3)
+    out["profile_tuples"] = float(prof.tuples)
+    return out
+
+
 def metric_rows(inst: JoinInstance, wall_now: int) -> list[dict[str, Any]]:
     """``drain_metrics`` rows of the instance's engine merged per stream time →
     ``operator_metrics`` fields.
@@ -277,6 +290,7 @@ def metric_rows(inst: JoinInstance, wall_now: int) -> list[dict[str, Any]]:
             extra.update(inst.validator.metrics())
         if inst.state_bytes:
             extra["state_bytes"] = float(inst.state_bytes)
+        extra.update(profile_extra(inst))
         out.append({
             "kind": "metric", "instance": str(inst.route_key),
             "time": t, "wall_time": wall_now,
