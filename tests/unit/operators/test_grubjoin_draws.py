@@ -92,8 +92,9 @@ def _engine(seed: int) -> Engine:
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_engine_batch_path_equals_tuple_path_with_shredding_and_share(seed: int) -> None:
-    """Shredding (ω = 0.3) and a probe share of 0.4 at z = 0.05 (forced after the first
-    adaptations): the run path gives the per-tuple path's results and shedder state."""
+    """Shredding (ω = 0.3), a probe share of 0.4 at z = 0.05 and 70 % admission (forced
+    after the first adaptations): the run path gives the per-tuple path's results and
+    shedder state."""
     dump = make_dump(seed=seed, m=3, n=200, max_delay=100)
     events = to_events(dump, make_spec(3, "band", [400, 300, 500]))
     one, many = _engine(seed), _engine(seed)
@@ -104,6 +105,7 @@ def test_engine_batch_path_equals_tuple_path_with_shredding_and_share(seed: int)
         sh = eng.shedder
         assert isinstance(sh, GrubJoinShedder)
         _install(sh, 0.05, 0.4, np.random.default_rng(seed))
+        sh.admit_fraction[:] = 0.7  # random admission (admission.py) in force too
     want += [r.id for ev in events[cut:] for r in one.process(ev)] + [
         r.id for r in one.flush()]
     rng = np.random.default_rng(seed)
@@ -113,7 +115,7 @@ def test_engine_batch_path_equals_tuple_path_with_shredding_and_share(seed: int)
     got += [r.id for r in many.flush()]
     assert got == want
     a, b = one.shedder.snapshot(), many.shedder.snapshot()
-    assert a["rng"] == b["rng"]
+    assert a["rng"] == b["rng"] and a["admit_rng"] == b["admit_rng"]
     assert a["stats"]["sums"].tolist() == b["stats"]["sums"].tolist()
     assert a["hist"] is not None and str(a["hist"]) == str(b["hist"])
     assert one.drain_metrics() == many.drain_metrics()

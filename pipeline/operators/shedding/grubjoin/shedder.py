@@ -43,9 +43,10 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
 from pipeline.operators.shedding.costmodel import HarvestModel, build_model
+from pipeline.operators.shedding.grubjoin.admission import choose, joint_cost, scaled
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.shedding.grubjoin.draws import PlanDraws, draws_per_tuple
-from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
+from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M
 from pipeline.operators.shedding.grubjoin.plans import (
     harvest_plans,
     scanned_fractions,
@@ -53,11 +54,7 @@ from pipeline.operators.shedding.grubjoin.plans import (
     yield_order,
 )
 from pipeline.operators.shedding.grubjoin.share import (
-    budget_share,
     by_partner,
-    cheapest_productive,
-    probe_share,
-    shared_cost,
 )
 from pipeline.operators.shedding.online_stats import OnlineStats
 from pipeline.operators.shedding.throttle import (
@@ -136,6 +133,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         #: z level (throttle units) the configuration in force uses (None: all of z)
         self.z_used: float | None = None
         self.share = 1.0  # probe share of the configured directions (ours, fallback)
+        #: admitted fraction per stream (ours, admission.py) and its own random draws
+        self.admit_fraction = np.ones(config.m, dtype=np.float64)
+        self.admit_rng = np.random.default_rng([sh.seed, 1])
+        #: the admitted fraction in force when the ceiling was learned
+        self.ceiling_admit = 1.0
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
@@ -146,6 +148,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     # ------------------------------------------------------------------ per tuple
     def admit(self, event: Event, now: int) -> bool:
         self.stats.observe_arrival(event.stream)
+        a = float(self.admit_fraction[event.stream])
+        if a < 1.0 and self.admit_rng.random() >= a:
+            return False  # shed at random before the join (admission.py)
         return self.budget.admit(now)
 
     def plan(self, direction: int) -> ProbePlan | None:
@@ -194,7 +199,13 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             return None
         self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
         self.last_before = queue.last_now
-        return queue_admit_run(queue, nows, self.service_ms)
+        a = self.admit_fraction[streams]
+        offered = None
+        if (a < 1.0).any():  # :meth:`admit`'s draws, in tuple order
+            offered = np.ones(streams.shape[0], dtype=bool)
+            at = np.flatnonzero(a < 1.0)
+            offered[at] = self.admit_rng.random(at.shape[0]) < a[at]
+        return queue_admit_run(queue, nows, self.service_ms, offered)
 
     def charge_some(self, costs: np.ndarray, nows: np.ndarray) -> None:
         """The tuples admitted by :meth:`admit_some` cost ``costs`` (one per tuple)."""
@@ -225,7 +236,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
                 [p.order for p in self.plans], dtype=np.int64)
-            seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0
+            seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0 * (
+                self.admit_fraction)  # the windows hold the admitted tuples
             model, scores = build_model(rates, self.config.windows,
                                         self.stats.selectivity(seg), score_fn,
                                         sh.tuple_cost, previous, indexed=self.indexed,
@@ -236,21 +248,21 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             capped = cap is not None and self.z_model > cap
             if capped and cap is not None:
                 self.z_model = cap
-            counts = configure(model, self.z_model, sh.heuristic, sh.solver)
-            share = 1.0
-            if not counts.any():
-                counts = cheapest_productive(model)
-                share = probe_share(model, counts, self.z_model)
+            joint = choose(model, self.z_model * model.full_cost(), sh.heuristic, sh.solver)
+            counts, share, admit = joint.counts, joint.share, float(joint.admit[0])
             if capped and self.in_force is not None:
                 # below the learned ceiling z follows the cost of what is installed,
                 # relative to the configuration in force (same model): no wind-up
                 was = self._price(model, self.in_force, self.share)
-                now_cost = self._price(model, by_partner(model, counts), share)
+                now_cost = self._price(model, by_partner(model, counts), share, admit)
                 z = self.throttle.clamp(z_old * now_cost / was if was > 0 else z)
             self.share = share
-            self.z_used = z * budget_share(model, counts, self.share, self.z_model)
-            perm = yield_order(model, counts) if REORDER else None
-            self.plans = harvest_plans(model, counts, scores, perm)
+            self.admit_fraction = np.asarray(joint.admit, dtype=np.float64)
+            budget = self.z_model * model.full_cost()
+            self.z_used = z * (min(1.0, max(0.0, joint.cost / budget)) if budget > 0 else 1.0)
+            model_a = scaled(model, admit)
+            perm = yield_order(model_a, counts) if REORDER else None
+            self.plans = harvest_plans(model_a, counts, scores, perm)
             self.in_force = by_partner(model, counts)
             self.fractions = model.fractions(counts).round(4).tolist()
         self.hist.age()
@@ -267,6 +279,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "harvest_fractions": self.fractions,
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
             "probe_share": round(self.share, 6),
+            "admit": [round(float(a), 6) for a in self.admit_fraction],
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
             **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
@@ -280,12 +293,15 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         """The input queue when it runs on the wall clock (the runtime reports batches)."""
         return self.budget.wall()
 
-    def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float) -> float:
+    def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float,
+               admit: float | None = None) -> float:
         """Modelled cost C (under ``model``) of a configuration held by (direction,
-        partner stream), probing on a ``share`` of its directions' tuples."""
+        partner stream), probing on a ``share`` of its directions' tuples, at the admitted
+        fraction ``admit`` (default: the one in force)."""
         rows = np.arange(model.m)[:, None]
         counts = np.minimum(partner_counts[rows, np.asarray(model.orders)], model.max_counts())
-        return shared_cost(model, counts, share)
+        a = float(self.admit_fraction[0]) if admit is None else admit
+        return joint_cost(model, a, counts, share)
 
     def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
         """The throttle fraction handed to the solver, in the model's own cost units.
@@ -317,11 +333,16 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             held = self.in_force if self.in_force is not None else np.tile(
                 np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
             if ceiling.counts is None or self._price(model, held, self.share) < self._price(
-                    model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share):
+                    model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share,
+                    self.ceiling_admit):
                 ceiling.remember(held.tolist(), self.share, load)
+                self.ceiling_admit = float(self.admit_fraction[0])
         if ceiling.counts is None:
             return None
-        bad = self._price(model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share)
+        # priced at the admission it overflowed under: the ceiling is a cost, and pricing
+        # it at a smaller admission in force would shrink it with every admission cut
+        bad = self._price(model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share,
+                          self.ceiling_admit)
         return ceiling.config.margin * bad / full
 
     def _flat(self, i: int, l: int) -> np.ndarray:
@@ -347,6 +368,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "service_ms": self.service_ms,
             "join_share": self.join_share.snapshot(),
             "draws": "legacy" if self.legacy_draws else "run",
+            "admit": self.admit_fraction.tolist(),
+            "admit_rng": self.admit_rng.bit_generator.state,
+            "ceiling_admit": self.ceiling_admit,
         }
 
     @classmethod
@@ -375,6 +399,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             used = snap.get("z_used")
             obj.z_used = None if used is None else float(used)
             obj.legacy_draws = snap.get("draws") != "run"
+            if "admit" in snap:
+                obj.admit_fraction = np.asarray(snap["admit"], dtype=np.float64)
+                obj.admit_rng.bit_generator.state = snap["admit_rng"]
+                obj.ceiling_admit = float(snap.get("ceiling_admit", 1.0))
 
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
