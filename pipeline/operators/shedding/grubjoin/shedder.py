@@ -72,8 +72,10 @@ if TYPE_CHECKING:
 DECAY = 0.5
 #: execute each direction's positions by expected harvested matches (ours, yield_order)
 REORDER = True
+#: the wall queue counts as empty below this share of its bound (ours, _queue_empty)
+EMPTY_SHARE = 0.1
 
-__all__ = ["DECAY", "REORDER", "GrubJoinShedder"]
+__all__ = ["DECAY", "EMPTY_SHARE", "REORDER", "GrubJoinShedder"]
 
 
 def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
@@ -109,7 +111,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.service_ms = 0.0
         self.last_before = 0.0
         self.throttle = Throttle(ThrottleConfig(boost=sh.boost,
-                                                boost_by_headroom=sh.budget == "wall"))
+                                                boost_by_headroom=sh.budget == "wall",
+                                                recover_to_headroom=sh.budget == "wall"))
         #: wall clock: β and headroom of the join's own share (ours, throttle.JoinShare)
         self.join_share = JoinShare(DECAY)
         self.ceiling = Ceiling(CeilingConfig())
@@ -226,6 +229,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         queue = self.budget.queue()
         if queue is not None:  # what z can shed (JoinShare)
             beta, headroom = self.join_share.reading(reading, sh.adapt_interval_ms)
+            if self._queue_empty(reading):
+                beta, headroom = max(beta, 1.0), max(headroom, 1.0)
             reading = dataclasses.replace(reading, beta=beta, headroom=headroom)
         # the z level the configuration in force uses (anti-windup, throttle docstring)
         z_old = self.throttle.z
@@ -292,6 +297,19 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     def wall_budget(self) -> WallAccount | None:
         """The input queue when it runs on the wall clock (the runtime reports batches)."""
         return self.budget.wall()
+
+    def _queue_empty(self, reading: BudgetReading) -> bool:
+        """Ours (issue 28, no collapse): the wall queue kept up over the interval — no
+        drops, a backlog under :data:`EMPTY_SHARE` of its bound, and the batch not
+        behind its input (lag guard). Then z is not cut (β, headroom ≥ 1): an operator
+        that keeps up with its input has no load to shed, whatever the overhead estimate
+        of :class:`~pipeline.operators.shedding.throttle.JoinShare` says, so z never
+        sits at its floor while the queue is empty."""
+        queue = self.budget.queue()
+        assert queue is not None
+        bound = queue.queue_config.bound_ms
+        return (reading.dropped == 0 and queue.backlog_ms() <= EMPTY_SHARE * bound
+                and (reading.lag_cap is None or reading.lag_cap >= 1.0))
 
     def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float,
                admit: float | None = None) -> float:
