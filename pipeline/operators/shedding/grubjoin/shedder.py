@@ -273,6 +273,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.hist.age()
         self.stats.age()
         self.draws.reset()
+        return self._row(now, z, reading, rates)
+
+    def _row(self, now: int, z: float, reading: BudgetReading, rates: np.ndarray
+             ) -> dict[str, Any]:
+        """The adaptation step's metrics row."""
         return {
             "time": now,
             "mode": "grubjoin",
