@@ -2,10 +2,11 @@
 
 Where the paper's harvest fits the budget at full admission it is kept. Otherwise, on
 small cases (m = 2 with n = 3, m = 3 with n = 2) every harvest configuration is
-tried at every admitted fraction a of a fine grid, each with the largest probe share q
-that fits the budget; the chosen configuration's modelled output must come within a
-tolerance of the best of them, never exceed the budget, and never fall below the full
-join at its largest feasible a (tail drop's point).
+tried at every admitted fraction a of a fine grid (down to admission's floor), each
+with the largest probe share q that fits the budget; the chosen configuration's
+modelled output must come within a tolerance of the best of them, never exceed the
+budget, and never fall below the full join at its largest feasible a (tail drop's
+point). Brute force keeps the design's floors: a ≥ LEVELS[-1], q ≥ MIN_SHARE.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from hypothesis import strategies as st
 from pipeline.operators.shedding.costmodel import HarvestModel
 from pipeline.operators.shedding.grubjoin.admission import (
     ADMIT_MARGIN,
+    LEVELS,
     choose,
     joint_cost,
     joint_output,
     scaled,
 )
 from pipeline.operators.shedding.grubjoin.greedy import configure
+from pipeline.operators.shedding.grubjoin.share import MIN_SHARE
 
 #: the chosen output may trail brute force by this share (the grid of levels, integer
 #: harvests solved at q = 1 while brute force also tries every q < 1)
@@ -48,7 +51,7 @@ def _brute(model: HarvestModel, budget: float) -> float:
     grids = [range(int(nmax[i, j]) + 1) for i in range(m) for j in range(m - 1)]
     counts = np.array(list(itertools.product(*grids)), np.int64).reshape(-1, m, m - 1)
     best = 0.0
-    for a in np.linspace(0.002, 1.0, 300):
+    for a in np.linspace(LEVELS[-1], 1.0, 300):  # admission's floor: LEVELS[-1]
         m_a = scaled(model, a)
         cost, out = m_a.evaluate(counts)
         fixed = m_a.fixed_cost()
@@ -56,6 +59,7 @@ def _brute(model: HarvestModel, budget: float) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
             q = np.where(var > 0, (budget - fixed) / var, 1.0)
         q = np.clip(q, 0.0, 1.0)
+        q = np.where(q >= MIN_SHARE, q, 0.0)  # the probe share's floor (share.py)
         ok = fixed <= budget
         if ok:
             best = max(best, float(np.max(q * out)))
@@ -72,7 +76,10 @@ def test_choice_is_near_brute_force_and_never_below_tail_drop(
     budget = z * model.full_cost()
     got = choose(model, budget)
     a = float(got.admit[0])
-    assert np.allclose(got.admit, a) and 0.0 < a <= 1.0
+    assert np.allclose(got.admit, a) and LEVELS[-1] <= a <= 1.0
+    if scaled(model, LEVELS[-1]).fixed_cost() > budget:  # nothing fits above the floor
+        assert a == LEVELS[-1]
+        return
     assert got.cost <= budget * (1 + 1e-6)
     assert abs(joint_cost(model, a, got.counts, got.share) - got.cost) <= 1e-6 * budget
     assert abs(joint_output(model, a, got.counts, got.share) - got.output) <= 1e-9 + (
@@ -85,7 +92,9 @@ def test_choice_is_near_brute_force_and_never_below_tail_drop(
     assert got.output >= (1 - TOLERANCE) * best
     # tail drop's point: the full join at the largest a that fits
     full = model.max_counts()
-    lo, hi = 0.0, 1.0
+    if joint_cost(model, LEVELS[-1], full, 1.0) > budget:
+        return  # tail drop's point lies below admission's floor
+    lo, hi = LEVELS[-1], 1.0
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if joint_cost(model, mid, full, 1.0) <= budget else (lo, mid)

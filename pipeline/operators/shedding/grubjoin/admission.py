@@ -61,6 +61,8 @@ __all__ = ["ADMIT_MARGIN", "LEVELS", "Joint", "choose", "joint_cost", "joint_out
 
 #: the admitted fractions tried, from 1 down (geometric, ratio ≈ 0.75)
 LEVELS = tuple(float(v) for v in np.round(0.75 ** np.arange(17), 4))
+#: most count rows of one direction tried by the probe-share fallback (_sampled_rows)
+MAX_ROWS = 4096
 #: a choice that drops tuples (a < 1) must model this much more output than the best one
 #: admitting everything: near-equal choices otherwise alternate between Δs (the model's
 #: outputs are estimates), and every switch disturbs the throttle's measurements
@@ -131,6 +133,34 @@ def _fit_share(model: HarvestModel, a: float, counts: IntArray, budget: float) -
     return float(min(1.0, (budget - fixed) / var))
 
 
+def _sampled_rows(m_a: HarvestModel, budget: float) -> list[IntArray]:
+    """Per direction i (ours, the probe-share fallback): of the configurations that probe
+    in direction i only, the one whose output at the probe share fitting the budget,
+    q·λ_i·N_{i,m} with q = min(1, (B − fixed) / λ_i·C_i), is largest — every row of
+    counts is tried when there are at most :data:`MAX_ROWS` (else none)."""
+    arr = m_a.arrays()
+    fixed = m_a.fixed_cost()
+    nmax = m_a.max_counts()
+    out = []
+    for i in range(m_a.m):
+        sizes = [int(v) + 1 for v in nmax[i]]
+        if int(np.prod(sizes)) > MAX_ROWS or budget <= fixed:
+            continue
+        rows = np.stack(np.meshgrid(*[np.arange(k) for k in sizes], indexing="ij"),
+                        axis=-1).reshape(-1, m_a.m - 1)
+        rows = rows[(rows > 0).all(axis=1)]
+        if rows.shape[0] == 0:
+            continue
+        cost, got = arr.row_terms(i, rows)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(cost > 0, np.minimum(1.0, (budget - fixed) / cost), 1.0)
+        best = rows[int(np.argmax(q * got))]
+        counts = np.zeros((m_a.m, m_a.m - 1), dtype=np.int64)
+        counts[i] = best
+        out.append(counts)
+    return out
+
+
 def _at_level(model: HarvestModel, a: float, budget: float, heuristic: Heuristic,
               solver: Solver) -> list[tuple[IntArray, float]]:
     """Candidates for the scaled model at the budget: the paper's harvest at z_a = B /
@@ -147,8 +177,13 @@ def _at_level(model: HarvestModel, a: float, budget: float, heuristic: Heuristic
     if counts.any():
         return [(counts, 1.0)]
     out: list[tuple[IntArray, float]] = []
-    counts = cheapest_productive(m_a)
     seen: set[bytes] = set()
+    for counts in _sampled_rows(m_a, budget):
+        share = _fit_share(model, a, counts, budget)
+        if share >= MIN_SHARE:
+            seen.add(counts.tobytes())
+            out.append((counts, share))
+    counts = cheapest_productive(m_a)
     while True:
         key = counts.tobytes()
         share = _fit_share(model, a, counts, budget)
