@@ -278,6 +278,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     def _row(self, now: int, z: float, reading: BudgetReading, rates: np.ndarray
              ) -> dict[str, Any]:
         """The adaptation step's metrics row."""
+        queue = self.budget.queue()
         return {
             "time": now,
             "mode": "grubjoin",
