@@ -20,18 +20,15 @@ from bench.pipeline.workload import SETTLE_WINDOWS, TAIL, WARMUP, Case
 from pipeline.core.errors import InfraError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
-from pipeline.spec.model import JobSpec, Spec
+from pipeline.spec.model import Spec
 from pipeline.spec.toml import with_overrides
 
 log = get_logger(__name__)
 
 
 def profiled(spec: Spec) -> Spec:
-    """``spec`` with the instances' phase profile on, where the job spec has the switch
-    (``job.profile``); unchanged otherwise (the rows then carry the JVM side only)."""
-    if "profile" in JobSpec.model_fields:
-        return with_overrides(spec, job={"profile": True})
-    return spec
+    """``spec`` with the instances' phase profile on (``[job] profile``)."""
+    return with_overrides(spec, job={"profile": True})
 
 
 def _run_config(case: Case, prefix: str, settings: Settings, workdir: Path,

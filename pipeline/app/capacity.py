@@ -161,10 +161,10 @@ def timing_config(spec: Spec, sample: Sequence[Mapping[str, Any]]) -> EngineConf
     return resolve_engine(timing_spec(spec, sample))
 
 
-_HEADER = ("stream", "seq", "event_time", "arrival_time")
+HEADER = ("stream", "seq", "event_time", "arrival_time")
 
 
-def _frames(spec: Spec, records: Sequence[Mapping[str, Any]], attrs: Sequence[str]
+def envelope_frames(spec: Spec, records: Sequence[Mapping[str, Any]], attrs: Sequence[str]
             ) -> list[pd.DataFrame]:
     """The records as the job's micro-batches: one frame per trigger interval of arrival
     time, with the envelope columns the processor hands the instance."""
@@ -177,7 +177,7 @@ def _frames(spec: Spec, records: Sequence[Mapping[str, Any]], attrs: Sequence[st
         cuts.setdefault(int(r["arrival_time"]) // step, []).append(r)
     frames = []
     for k in sorted(cuts):
-        f = pd.DataFrame(list(cuts[k]), columns=[*_HEADER, *attrs])
+        f = pd.DataFrame(list(cuts[k]), columns=[*HEADER, *attrs])
         f.insert(0, "stream_idx", [index[s] for s in f["stream"]])
         frames.append(f)
     return frames
@@ -231,11 +231,12 @@ def time_instance_join(
 
     exact = timing_spec(spec, sample)
     index = {s: i for i, s in enumerate(spec.join.streams)}
-    attrs = sorted({k for r in sample for k in r} - set(_HEADER))
+    attrs = sorted({k for r in sample for k in r} - set(HEADER))
     warm_ms = int(warm_seconds * 1000)
     warm = sorted((event_from_dump(r, index) for r in sample if int(r["event_time"]) < warm_ms),
                   key=lambda e: e.ts)
-    frames = _frames(exact, [r for r in sample if int(r["event_time"]) >= warm_ms], attrs)
+    frames = envelope_frames(exact, [r for r in sample if int(r["event_time"]) >= warm_ms],
+                             attrs)
     config = InstanceConfig.from_spec(exact, attrs)
     best, results = float("inf"), 0
     for _ in range(repeats):

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.core.gcpause import gc_paused
+from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
@@ -40,7 +41,12 @@ from pipeline.runtime.frames import (
     sorted_rows,
 )
 from pipeline.runtime.members import MemberStore
-from pipeline.runtime.operator_metrics import memory_extra, metric_rows, state_size
+from pipeline.runtime.operator_metrics import (
+    memory_extra,
+    metric_rows,
+    profile_extra,
+    state_size,
+)
 from pipeline.runtime.persistence import (
     PieceKey,
     PieceSizes,
@@ -85,6 +91,9 @@ class InstanceConfig:
     validation: ValidatorConfig | None = None
     #: the input topic of each stream (the dead letters of rejected tuples name it)
     topics: tuple[str, ...] = ()
+    #: time each micro-batch's phases (:class:`~pipeline.core.profile.PhaseProfile`;
+    #: the metrics rows' ``extra`` then carries ``profile_us_<phase>`` per admitted tuple)
+    profile: bool = False
 
     @classmethod
     def from_spec(cls, spec: Spec, attributes: Iterable[str], *, payload: bool = False,
@@ -106,6 +115,7 @@ class InstanceConfig:
             offset_ids=offset_ids,
             validation=validation,
             topics=tuple(topics),
+            profile=spec.job.profile,
         )
 
     def member_store(self) -> MemberStore:
@@ -147,6 +157,18 @@ class JoinInstance:
         self.validator = (InputValidator.from_snapshot(config.validation,
                                                        self.meta.get("validator"))
                           if config.validation is not None else None)
+        #: per-phase timing of each micro-batch (:meth:`attach_profile`; None = off)
+        self.profile: PhaseProfile | None = None
+
+    def attach_profile(self, profile: PhaseProfile | None) -> None:
+        """Time the phases of every later micro-batch on ``profile`` (its injected timer;
+        None: stop). The engine's batch path laps the join's phases on it too."""
+        self.profile = profile
+        self.engine.attach_profile(profile)
+
+    def _lap(self, phase: str) -> None:
+        if self.profile is not None:
+            self.profile.lap(phase)
 
     # ------------------------------------------------------------------ state
     def dump(self) -> bytes:
@@ -168,9 +190,12 @@ class JoinInstance:
         :func:`~pipeline.runtime.persistence.state_changes`. Marks everything persisted,
         so call it once per save (a save that is not committed must be followed by
         :meth:`from_pieces` of the committed state, never by this object)."""
+        started = self.profile.timer() if self.profile is not None else 0.0
         changes = state_changes(self.engine, self.meta, self.members)
         self._pieces.apply(changes)
         self.state_bytes = len(changes.header) + self._pieces.total
+        if self.profile is not None:
+            self.profile.add("state", self.profile.timer() - started)
         return changes
 
     @classmethod
@@ -207,6 +232,7 @@ class JoinInstance:
         duplicates are dropped. Without validation: every event, no dead letters."""
         rows = sorted_rows(frame)
         events = self._events_of(rows)
+        self._lap("input")
         if self.validator is not None and "stream_idx" in frame.columns:
             ticks = frame.loc[frame["stream_idx"] == TICK_STREAM, "arrival_time"]
             if len(ticks):  # ATR over G > 1: this instance sees only its segments
@@ -216,6 +242,7 @@ class JoinInstance:
             return events, []
         adm = self.validator.admit(list(zip(events, range(len(events)), strict=True)),
                                    lambda evs: engine_holds(self.engine, evs))
+        self._lap("validation")
         return self._admitted(rows, adm)
 
     def _admitted(self, rows: pd.DataFrame, adm: Admission
@@ -269,9 +296,17 @@ class JoinInstance:
         budget = self.engine.shedder.wall_budget()
         start = self._wall()
         timed_before = budget.timed_total if budget is not None else 0.0
+        prof = self.profile
+        if prof is not None:
+            prof.start()
+            dropped = self.engine.stats.dropped
         events, dead = self.admit(frame)
+        self._lap("input")  # the member store (remember)
         results = self.engine.process_many(events)
         out = self._output(results) + dead
+        if prof is not None:
+            prof.batches += 1
+            prof.tuples += len(events) - (self.engine.stats.dropped - dropped)
         if budget is not None:
             end = self._wall()
             overhead = (end - start) - (budget.timed_total - timed_before)
@@ -300,6 +335,7 @@ class JoinInstance:
 
     def _output(self, results: list[JoinResult]) -> list[pd.DataFrame]:
         frames: list[pd.DataFrame] = []
+        self._lap("results")  # JoinResult objects (the engine's drain)
         owned = self._owned(results)
         now = int(self._wall_ms())
         if owned:
@@ -309,15 +345,17 @@ class JoinInstance:
                     len(owned) - len(out))
             frames.append(out)
             self.meta["emitted"] = int(self.meta.get("emitted", 0)) + len(out)
+        self._lap("results")
         self.members.evict(int(self.engine.join.join_time))
         rows = self._metric_rows(now)
         if rows:
             frames.append(output_frame(rows))
+        self._lap("output")
         return frames
 
     def _metric_rows(self, wall_now: int) -> list[dict[str, Any]]:
         """The engine's drained metrics as ``operator_metrics`` rows, with the memory,
-        validator and state-size counters in ``extra``."""
+        validator, state-size and phase-profile counters in ``extra``."""
         drained = self.engine.drain_metrics()
         if not drained:
             return []
@@ -326,6 +364,8 @@ class JoinInstance:
             extra.update(self.validator.metrics())
         if self.state_bytes:
             extra["state_bytes"] = float(self.state_bytes)
+        if self.profile is not None:
+            extra.update(profile_extra(self.profile))
         return metric_rows(drained, self.engine, self.meta, instance=str(self.route_key),
                            wall_now=wall_now,
                            recall_target=float(self.config.engine.disorder.recall),

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from pipeline.core.profile import PhaseProfile
 from pipeline.operators.engine.engine import Engine
 from pipeline.runtime.frames import opt_float
 
@@ -36,6 +37,16 @@ def memory_extra(engine: Engine) -> dict[str, float]:
         return {}
     return {key: float(mem[key])
             for key in ("evictions", "window_state", "memory_budget", "kslack_tuples")}
+
+
+def profile_extra(profile: PhaseProfile) -> dict[str, float]:
+    """For ``extra``: µs per admitted tuple of each phase since the profile was attached
+    (``profile_us_<phase>``), of all phases but probing (``profile_us_unsheddable``) and
+    the tuples counted."""
+    out = {f"profile_us_{r['phase']}": float(r["us_per_tuple"]) for r in profile.rows()}
+    out["profile_us_unsheddable"] = round(profile.us_per_tuple(), 3)
+    out["profile_tuples"] = float(profile.tuples)
+    return out
 
 
 def _rates(engine: Engine, meta: dict[str, Any]) -> tuple[float, float]:

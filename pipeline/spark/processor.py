@@ -52,6 +52,7 @@ from pyspark.sql.types import (
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
+from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.placement import instance_of
 from pipeline.runtime.frames import DEADLETTER_KEY, dead_letter_frame
 from pipeline.runtime.instance import InstanceConfig, JoinInstance
@@ -243,7 +244,8 @@ class JoinProcessor(StatefulProcessor):
     def handleInputRows(  # noqa: N802 - Spark API name
         self, key: Any, rows: Iterator[pd.DataFrame],
                         timerValues: TimerValues) -> Iterator[pd.DataFrame]:
-        frames = [f for f in rows if len(f)]
+        t_in = time.perf_counter()
+        frames = [f for f in rows if len(f)]  # Spark's Arrow batches → pandas
         if not frames:
             return
         if int(key[0]) == DEADLETTER_KEY:  # rejected input: no state, no timer
@@ -255,6 +257,11 @@ class JoinProcessor(StatefulProcessor):
         inst, version = self._load(route_key)
         t1 = time.perf_counter()
         frame = pd.concat(frames, ignore_index=True)
+        if self.config.instance.profile:
+            if inst.profile is None:
+                inst.attach_profile(PhaseProfile(time.perf_counter))
+            assert inst.profile is not None
+            inst.profile.add("input", (t0 - t_in) + (time.perf_counter() - t1))
         out = inst.process(frame)
         t2 = time.perf_counter()
         timer = self._deadline(inst)

@@ -206,6 +206,9 @@ class JobSpec(BaseModel):
     shuffle_partitions: int | None = Field(default=None, ge=1)
     mode: Literal["join", "passthrough"] = "join"
     idle_flush_ms: int = Field(default=3_000, gt=0)
+    #: time each instance's micro-batch phases; the metrics rows' ``extra`` then carries
+    #: ``profile_us_<phase>`` per admitted tuple (ARCHITECTURE §5)
+    profile: bool = False
 
     @property
     def partitions(self) -> int:

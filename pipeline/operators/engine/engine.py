@@ -20,6 +20,7 @@ import numpy as np
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.core.gcpause import gc_paused
+from pipeline.core.profile import PhaseProfile
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import ObservesRuns, PluginEnv, Shedder, SlackPolicy, SteadyK
 from pipeline.operators.disorder.kslack import KSlack, KSlackConfig, Tagged
@@ -75,6 +76,13 @@ class Engine:
                                   if isinstance(self.slack, ObservesRuns) else None)
         #: inside a call on the run path: released tuples go through the step as runs
         self._runs = False
+        #: phase timer (ours, issue 28; None = off): :meth:`attach_profile`
+        self.profile: PhaseProfile | None = None
+
+    def attach_profile(self, profile: PhaseProfile | None) -> None:
+        """Time the run path's phases on ``profile`` (None: stop timing)."""
+        self.profile = profile
+        self.step.profile = profile
 
     @property
     def pairs_evaluated(self) -> int:
@@ -157,7 +165,11 @@ class Engine:
         self.stats.inputs += j - i
         if len(released):
             joined, step = sync_run(self.sync, released)
+            if self.profile is not None:
+                self.profile.lap("kslack_sync")
             self.step.run(joined, seg_clock[at[step]])
+        elif self.profile is not None:
+            self.profile.lap("kslack_sync")
         return j
 
     def _drain_results(self) -> list[JoinResult]:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from pipeline.core.profile import PhaseProfile
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import (
     AdmitsRuns,
@@ -69,6 +70,8 @@ class JoinStep:
         self._charge_run = shedder.charge_run if isinstance(shedder, AdmitsRuns) else None
         self._plan_run = shedder.plan_run if isinstance(shedder, PlansRuns) else None
         self._plans = not isinstance(shedder, NeverPlans)
+        #: phase timer of the run path (ours, issue 28; None = off)
+        self.profile: PhaseProfile | None = None
         #: whether released runs are joined at once (else tuple by tuple)
         self.runs = (type(join) is MWayJoin and join.dense
                      and (self._admit_some is not None or self._admit_run is not None))
@@ -141,8 +144,11 @@ class JoinStep:
         feats = encode_dense(self.config.predicate, rel.items, items=True)
         outcome, _ = classify(self.join.join_time, self.config.windows, streams, ts)
         plans = self._plans_of(streams, outcome)
+        if self.profile is not None:
+            self.profile.lap("admission")
         out = self.join.process_batch(streams, ts, rel.seq, feats, plans,
-                                      want_cross=bool(self.slack.needs_cross))
+                                      want_cross=bool(self.slack.needs_cross),
+                                      profile=self.profile)
         self._observe(rel, out)
         cfg = self.config
         costs = out.cost.astype(np.float64) + cfg.tuple_cost + np.where(
@@ -153,6 +159,8 @@ class JoinStep:
             assert self._charge_run is not None
             self._charge_run(costs, int(nows[-1]))
         self._count(out, costs)
+        if self.profile is not None:
+            self.profile.lap("join_stats")
 
     def _admit(self, rel: Released, nows: I64) -> tuple[Released, I64] | None:
         """The run's admitted tuples and their clocks; None: admit tuple by tuple. The

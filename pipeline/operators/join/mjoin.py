@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pipeline.core.profile import PhaseProfile
 from pipeline.operators.join.config import JoinOutput, Outcome
 from pipeline.operators.join.plan import ProbePlan
 from pipeline.operators.join.run import RunOutput, process_run
@@ -59,12 +60,12 @@ class MWayJoin(JoinState):
         return JoinOutput(Outcome.DISCARDED, empty, empty, 0)
 
     def process_batch(self, streams: I64, ts: I64, seqs: I64, feats: NDArray[np.float64],
-                      plans: Sequence[ProbePlan | None], want_cross: bool = False
-                      ) -> RunOutput:
+                      plans: Sequence[ProbePlan | None], want_cross: bool = False,
+                      profile: PhaseProfile | None = None) -> RunOutput:
         """Alg. 2 for a run of tuples at once, vectorized across the run (dense predicates;
         :func:`~pipeline.operators.join.run.process_run`): the same outcomes, results
         and costs as :meth:`process` tuple by tuple."""
-        return process_run(self, streams, ts, seqs, feats, plans, want_cross)
+        return process_run(self, streams, ts, seqs, feats, plans, want_cross, profile)
 
     def probe(
         self, stream: int, ts: int, seq: int, enc: Any, plan: ProbePlan | None = None

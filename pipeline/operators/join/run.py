@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pipeline.core.profile import PhaseProfile
 from pipeline.operators.join.config import Outcome
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run_probe import GroupOut, probe_group, sample_position
@@ -82,10 +83,12 @@ def classify(join_time: int, windows: Sequence[int], streams: I64,
 
 
 def process_run(state: JoinState, streams: I64, ts: I64, seqs: I64, feats: F64,
-                plans: Sequence[ProbePlan | None], want_cross: bool = False) -> RunOutput:
+                plans: Sequence[ProbePlan | None], want_cross: bool = False,
+                profile: PhaseProfile | None = None) -> RunOutput:
     """Alg. 2 for the run (``plans[i]`` is used for in-order tuples only); inserts the
     run and expires the windows. Dense predicates only (the per-tuple probe handles the
-    others)."""
+    others). ``profile`` (ours, issue 28): laps probing, the cross counts and the window
+    insertion on it."""
     cfg = state.config
     outcome, join_after = classify(state.join_time, cfg.windows, streams, ts)
     inserted = outcome != Outcome.DISCARDED
@@ -97,9 +100,15 @@ def process_run(state: JoinState, streams: I64, ts: I64, seqs: I64, feats: F64,
     grp = _group_probes(state, streams, ts, feats, probed, plan_of, sides, geos)
     found = _probe_groups(state, ts, seqs, feats, probed, grp, sides, geos)
     feedback = _feedback(state, streams, ts, probed, grp, found)
+    if profile is not None:
+        profile.lap("probing")
     cross = _cross(cfg.windows, streams, ts, probed, sides) if want_cross else None
+    if profile is not None:
+        profile.lap("join_stats")
     _update_windows(state, streams, ts, seqs, feats, inserted, probed)
     state.join_time = join_after
+    if profile is not None:
+        profile.lap("insertion")
     return RunOutput(outcome, found.count, found.cost, found.seqs, found.tss, feedback,
                      found.checks, cross, found.evaluated)
 

@@ -51,6 +51,11 @@ class ThrottleConfig:
     #: max(γ, √h), still capped at h × the level in use — z recovers from its floor in a
     #: few steps instead of log(1/z)/log γ (35 steps of Δ from 0.001 to 0.5 at γ = 1.2)
     boost_by_headroom: bool = False
+    #: ours (issue 28, GrubJoin on the wall clock): under a measured headroom h ≥ γ the
+    #: boost is h itself, so z goes straight to the cap h × the level in use — the level
+    #: the measured budget allows — in one step after the load drops, instead of
+    #: log(h)/log(√h) steps; a cut undoes an overshoot proportionally (z ← β·z) the next Δ
+    recover_to_headroom: bool = False
 
     def __post_init__(self) -> None:
         if not self.boost > 1.0:
@@ -76,7 +81,8 @@ class Throttle:
         else:
             boost = cfg.boost
             if cfg.boost_by_headroom and headroom is not None and math.isfinite(headroom):
-                boost = max(boost, math.sqrt(headroom))
+                boost = max(boost, headroom if cfg.recover_to_headroom
+                            else math.sqrt(headroom))
             z = boost * self.z
             if cfg.cap_by_headroom and headroom is not None and math.isfinite(headroom):
                 base = self.z if used is None else min(self.z, max(Z_MIN, used))

@@ -43,8 +43,10 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
 from pipeline.operators.shedding.costmodel import HarvestModel, build_model
+from pipeline.operators.shedding.grubjoin.admission import choose, joint_cost, scaled
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
-from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
+from pipeline.operators.shedding.grubjoin.draws import PlanDraws, draws_per_tuple
+from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M
 from pipeline.operators.shedding.grubjoin.plans import (
     harvest_plans,
     scanned_fractions,
@@ -52,11 +54,7 @@ from pipeline.operators.shedding.grubjoin.plans import (
     yield_order,
 )
 from pipeline.operators.shedding.grubjoin.share import (
-    budget_share,
     by_partner,
-    cheapest_productive,
-    probe_share,
-    shared_cost,
 )
 from pipeline.operators.shedding.online_stats import OnlineStats
 from pipeline.operators.shedding.throttle import (
@@ -74,8 +72,10 @@ if TYPE_CHECKING:
 DECAY = 0.5
 #: execute each direction's positions by expected harvested matches (ours, yield_order)
 REORDER = True
+#: the wall queue counts as empty below this share of its bound (ours, _queue_empty)
+EMPTY_SHARE = 0.1
 
-__all__ = ["DECAY", "REORDER", "GrubJoinShedder"]
+__all__ = ["DECAY", "EMPTY_SHARE", "REORDER", "GrubJoinShedder"]
 
 
 def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
@@ -111,7 +111,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.service_ms = 0.0
         self.last_before = 0.0
         self.throttle = Throttle(ThrottleConfig(boost=sh.boost,
-                                                boost_by_headroom=sh.budget == "wall"))
+                                                boost_by_headroom=sh.budget == "wall",
+                                                recover_to_headroom=sh.budget == "wall"))
         #: wall clock: β and headroom of the join's own share (ours, throttle.JoinShare)
         self.join_share = JoinShare(DECAY)
         self.ceiling = Ceiling(CeilingConfig())
@@ -122,8 +123,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         #: runs its sorted indexes
         self.indexed = join.index and getattr(join.predicate, "kind", None) in ("band", "equi")
         self.stats = OnlineStats(config.m, DECAY, per_window=self.indexed)
-        #: window share scanned per position by the shredding plan issued last
-        self._shred_fractions: tuple[tuple[int, ...], tuple[float, ...]] | None = None
+        #: the plans' random choices, a run at a time (draws.py); ``legacy_draws``: a
+        #: state restored from before it keeps drawing one choice at a time
+        self.draws = PlanDraws(self.n_windows)
+        self.legacy_draws = False
         self.rng = np.random.default_rng(sh.seed)
         self.plans: tuple[ProbePlan, ...] | None = None  # None = full scans, default order
         self.fractions: list[list[float]] = [[1.0] * (config.m - 1) for _ in range(config.m)]
@@ -133,6 +136,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         #: z level (throttle units) the configuration in force uses (None: all of z)
         self.z_used: float | None = None
         self.share = 1.0  # probe share of the configured directions (ours, fallback)
+        #: admitted fraction per stream (ours, admission.py) and its own random draws
+        self.admit_fraction = np.ones(config.m, dtype=np.float64)
+        self.admit_rng = np.random.default_rng([sh.seed, 1])
+        #: the admitted fraction in force when the ceiling was learned
+        self.ceiling_admit = 1.0
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
@@ -143,34 +151,44 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     # ------------------------------------------------------------------ per tuple
     def admit(self, event: Event, now: int) -> bool:
         self.stats.observe_arrival(event.stream)
+        a = float(self.admit_fraction[event.stream])
+        if a < 1.0 and self.admit_rng.random() >= a:
+            return False  # shed at random before the join (admission.py)
         return self.budget.admit(now)
 
     def plan(self, direction: int) -> ProbePlan | None:
+        if self.legacy_draws:
+            return self._legacy_plan(direction)
+        return self.plan_run(np.array([direction], dtype=np.int64))[0]
+
+    def plan_run(self, streams: np.ndarray) -> list[ProbePlan | None]:
+        """Ours (the engine's batch path): :meth:`plan` for each tuple of a run at once —
+        the same draws, one ``rng.random((n, k))`` (:mod:`~pipeline.operators.shedding.
+        grubjoin.draws`)."""
+        sh = self.config.shedding
+        n = int(streams.shape[0])
+        if self.legacy_draws and sh.shred_rate > 0:
+            return [self._legacy_plan(s) for s in streams.tolist()]
+        sampling = self.plans is not None and self.share < 1.0
+        k = draws_per_tuple(self.config.m, sh.shred_rate, sampling)
+        u = self.rng.random((n, k))
+        return self.draws.choose(streams, u, self.plans, self.throttle.z, sh.shred_rate,
+                                 self.share if sampling else 1.0)
+
+    def _legacy_plan(self, direction: int) -> ProbePlan | None:
+        """The draws of a state restored from before :mod:`~pipeline.operators.shedding.
+        grubjoin.draws` (one ``rng`` call per choice), so it continues as it would have."""
         current = None if self.plans is None else self.plans[direction]
         if self.rng.random() < self.config.shedding.shred_rate:
             shred = shred_plan(direction, self.n_windows, self.throttle.z, self.rng)
-            # shredding scans ⌈z·n⌉ ≥ 1 windows of the first partner; below z = 1/n it
-            # runs on a z·n share of the sampled tuples so its cost still respects z
             share = self.throttle.z * self.n_windows[shred.order[0]] if shred.order else 1.0
             if share >= 1.0 or self.rng.random() < share:
-                self._shred_fractions = (tuple(shred.order or ()),
-                                         scanned_fractions(shred, self.n_windows))
+                self.draws.fractions[tuple(shred.order or ())] = scanned_fractions(
+                    shred, self.n_windows)
                 return shred
         if current is not None and self.share < 1.0 and self.rng.random() >= self.share:
             return ProbePlan(order=current.order, windows=((),) * (self.config.m - 1))
         return current
-
-    def plan_run(self, streams: np.ndarray) -> list[ProbePlan | None] | None:
-        """Ours (the engine's batch path): :meth:`plan` for each direction at once when no
-        draw can pick anything but the plan in force (no shredding, full probe share):
-        the same random draws, one call. None: ask :meth:`plan` tuple by tuple."""
-        if self.config.shedding.shred_rate > 0 or self.share < 1.0:
-            return None
-        self.rng.random(int(streams.shape[0]))  # plan()'s shredding draws, in order
-        current = self.plans
-        if current is None:
-            return [None] * int(streams.shape[0])
-        return [current[s] for s in streams.tolist()]
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
@@ -184,7 +202,13 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             return None
         self.stats.arrivals += np.bincount(streams, minlength=self.config.m)
         self.last_before = queue.last_now
-        return queue_admit_run(queue, nows, self.service_ms)
+        a = self.admit_fraction[streams]
+        offered = None
+        if (a < 1.0).any():  # :meth:`admit`'s draws, in tuple order
+            offered = np.ones(streams.shape[0], dtype=bool)
+            at = np.flatnonzero(a < 1.0)
+            offered[at] = self.admit_rng.random(at.shape[0]) < a[at]
+        return queue_admit_run(queue, nows, self.service_ms, offered)
 
     def charge_some(self, costs: np.ndarray, nows: np.ndarray) -> None:
         """The tuples admitted by :meth:`admit_some` cost ``costs`` (one per tuple)."""
@@ -195,9 +219,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
             self.hist.observe(feedback)
-        held = self._shred_fractions
-        fractions = held[1] if held is not None and held[0] == feedback.order else None
-        self.stats.observe_probe(feedback, fractions)
+        self.stats.observe_probe(feedback, self.draws.fractions.get(feedback.order))
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
@@ -207,6 +229,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         queue = self.budget.queue()
         if queue is not None:  # what z can shed (JoinShare)
             beta, headroom = self.join_share.reading(reading, sh.adapt_interval_ms)
+            if self._queue_empty(reading):
+                beta, headroom = max(beta, 1.0), max(headroom, 1.0)
             reading = dataclasses.replace(reading, beta=beta, headroom=headroom)
         # the z level the configuration in force uses (anti-windup, throttle docstring)
         z_old = self.throttle.z
@@ -217,7 +241,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
                 [p.order for p in self.plans], dtype=np.int64)
-            seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0
+            seg = rates * np.asarray(self.config.windows, dtype=np.float64) / 1000.0 * (
+                self.admit_fraction)  # the windows hold the admitted tuples
             model, scores = build_model(rates, self.config.windows,
                                         self.stats.selectivity(seg), score_fn,
                                         sh.tuple_cost, previous, indexed=self.indexed,
@@ -228,25 +253,32 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             capped = cap is not None and self.z_model > cap
             if capped and cap is not None:
                 self.z_model = cap
-            counts = configure(model, self.z_model, sh.heuristic, sh.solver)
-            share = 1.0
-            if not counts.any():
-                counts = cheapest_productive(model)
-                share = probe_share(model, counts, self.z_model)
+            joint = choose(model, self.z_model * model.full_cost(), sh.heuristic, sh.solver)
+            counts, share, admit = joint.counts, joint.share, float(joint.admit[0])
             if capped and self.in_force is not None:
                 # below the learned ceiling z follows the cost of what is installed,
                 # relative to the configuration in force (same model): no wind-up
                 was = self._price(model, self.in_force, self.share)
-                now_cost = self._price(model, by_partner(model, counts), share)
+                now_cost = self._price(model, by_partner(model, counts), share, admit)
                 z = self.throttle.clamp(z_old * now_cost / was if was > 0 else z)
             self.share = share
-            self.z_used = z * budget_share(model, counts, self.share, self.z_model)
-            perm = yield_order(model, counts) if REORDER else None
-            self.plans = harvest_plans(model, counts, scores, perm)
+            self.admit_fraction = np.asarray(joint.admit, dtype=np.float64)
+            budget = self.z_model * model.full_cost()
+            self.z_used = z * (min(1.0, max(0.0, joint.cost / budget)) if budget > 0 else 1.0)
+            model_a = scaled(model, admit)
+            perm = yield_order(model_a, counts) if REORDER else None
+            self.plans = harvest_plans(model_a, counts, scores, perm)
             self.in_force = by_partner(model, counts)
             self.fractions = model.fractions(counts).round(4).tolist()
         self.hist.age()
         self.stats.age()
+        self.draws.reset()
+        return self._row(now, z, reading, rates)
+
+    def _row(self, now: int, z: float, reading: BudgetReading, rates: np.ndarray
+             ) -> dict[str, Any]:
+        """The adaptation step's metrics row."""
+        queue = self.budget.queue()
         return {
             "time": now,
             "mode": "grubjoin",
@@ -258,6 +290,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "harvest_fractions": self.fractions,
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
             "probe_share": round(self.share, 6),
+            "admit": [round(float(a), 6) for a in self.admit_fraction],
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
             **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
@@ -271,12 +304,28 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         """The input queue when it runs on the wall clock (the runtime reports batches)."""
         return self.budget.wall()
 
-    def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float) -> float:
+    def _queue_empty(self, reading: BudgetReading) -> bool:
+        """Ours (issue 28, no collapse): the wall queue kept up over the interval — no
+        drops, a backlog under :data:`EMPTY_SHARE` of its bound, and the batch not
+        behind its input (lag guard). Then z is not cut (β, headroom ≥ 1): an operator
+        that keeps up with its input has no load to shed, whatever the overhead estimate
+        of :class:`~pipeline.operators.shedding.throttle.JoinShare` says, so z never
+        sits at its floor while the queue is empty."""
+        queue = self.budget.queue()
+        assert queue is not None
+        bound = queue.queue_config.bound_ms
+        return (reading.dropped == 0 and queue.backlog_ms() <= EMPTY_SHARE * bound
+                and (reading.lag_cap is None or reading.lag_cap >= 1.0))
+
+    def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float,
+               admit: float | None = None) -> float:
         """Modelled cost C (under ``model``) of a configuration held by (direction,
-        partner stream), probing on a ``share`` of its directions' tuples."""
+        partner stream), probing on a ``share`` of its directions' tuples, at the admitted
+        fraction ``admit`` (default: the one in force)."""
         rows = np.arange(model.m)[:, None]
         counts = np.minimum(partner_counts[rows, np.asarray(model.orders)], model.max_counts())
-        return shared_cost(model, counts, share)
+        a = float(self.admit_fraction[0]) if admit is None else admit
+        return joint_cost(model, a, counts, share)
 
     def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
         """The throttle fraction handed to the solver, in the model's own cost units.
@@ -308,11 +357,16 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             held = self.in_force if self.in_force is not None else np.tile(
                 np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
             if ceiling.counts is None or self._price(model, held, self.share) < self._price(
-                    model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share):
+                    model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share,
+                    self.ceiling_admit):
                 ceiling.remember(held.tolist(), self.share, load)
+                self.ceiling_admit = float(self.admit_fraction[0])
         if ceiling.counts is None:
             return None
-        bad = self._price(model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share)
+        # priced at the admission it overflowed under: the ceiling is a cost, and pricing
+        # it at a smaller admission in force would shrink it with every admission cut
+        bad = self._price(model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share,
+                          self.ceiling_admit)
         return ceiling.config.margin * bad / full
 
     def _flat(self, i: int, l: int) -> np.ndarray:
@@ -337,6 +391,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "share": self.share,
             "service_ms": self.service_ms,
             "join_share": self.join_share.snapshot(),
+            "draws": "legacy" if self.legacy_draws else "run",
+            "admit": self.admit_fraction.tolist(),
+            "admit_rng": self.admit_rng.bit_generator.state,
+            "ceiling_admit": self.ceiling_admit,
         }
 
     @classmethod
@@ -364,6 +422,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             obj.share = float(snap.get("share", 1.0))
             used = snap.get("z_used")
             obj.z_used = None if used is None else float(used)
+            obj.legacy_draws = snap.get("draws") != "run"
+            if "admit" in snap:
+                obj.admit_fraction = np.asarray(snap["admit"], dtype=np.float64)
+                obj.admit_rng.bit_generator.state = snap["admit_rng"]
+                obj.ceiling_admit = float(snap.get("ceiling_admit", 1.0))
 
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
