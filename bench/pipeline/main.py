@@ -154,8 +154,9 @@ def _sweep(points: list[Point], rows: list[dict[str, Any]], caps: dict[str, Any]
     with spark_session(session_config(settings, "harvest-bench-pipeline")) as spark:
         for i, p in enumerate(points, 1):
             rate = p.load * _capacity(p.workload, caps, settings)
+            seconds = p.workload.run_seconds(quick)
             case = Case(p.workload.name, p.method, rate, p.workload.spec(p.method, settings),
-                        p.workload.produce_args(duration), duration, p.load)
+                        p.workload.produce_args(seconds), seconds, p.load)
             print(f"[bench pipeline {i}/{len(points)} +{time.monotonic() - t0:.0f}s] "
                   f"{case.workload} {case.method} at {p.load:g}× = {rate:.0f}/s per stream",
                   flush=True)

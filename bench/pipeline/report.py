@@ -15,7 +15,6 @@ from bench.kit.ratios import add_baseline_ratios
 from bench.pipeline.plot import full_buckets, plot
 from bench.pipeline.profile import profile_rows
 from bench.pipeline.workload import (
-    DURATION_S,
     LATENCY_BOUND_TRIGGERS,
     QUICK_DURATION_S,
     SETTLE_WINDOWS,
@@ -47,12 +46,12 @@ def sweep_note(quick: bool, sweep: dict[float, tuple[str, ...]]) -> str:
                 "(not a measurement); the full sweep is bench.pipeline.workload.SWEEP "
                 "on every workload of bench.pipeline.workload.WORKLOADS")
     parts = [f"{f:g}× capacity: {', '.join(m)}" for f, m in sweep.items()]
-    sizes = ", ".join(f"{w.name} {w.window_ms / 1000:g} s" for w in WORKLOADS)
+    sizes = ", ".join(f"{w.name} {w.window_ms / 1000:g} s windows / "
+                      f"{w.run_seconds(False):g} s of input" for w in WORKLOADS)
     return ("full sweep (issue 28), per workload: " + "; ".join(parts) + ". Each "
             "workload's capacity measured at the start through the job's instance "
             f"(pipeline.app.capacity, through='instance'). Sized for ~60 min on a 2-core "
-            f"machine shared with the broker and the producer: {DURATION_S:g} s of input "
-            f"per run, windows {sizes} (each run also costs 40-90 s of query start, drain, "
+            f"machine shared with the broker and the producer: per run {sizes} (each run also costs 40-90 s of query start, drain, "
             "idle wait and measuring: 30 runs ~55-75 min); the steady span starts after "
             f"{SETTLE_WINDOWS:g} windows. A run still behind 40 s after its input ended "
             "is stopped. The adaptive random drop (below the static one at every point "
