@@ -20,7 +20,7 @@ reports = st.lists(
 @settings(max_examples=50, deadline=None)
 @given(intervals=st.lists(reports, min_size=1, max_size=4), g=st.sampled_from([1, 10, 100]))
 def test_maps_match_brute_force(intervals: list[list[tuple[int, bool, int, int]]], g: int) -> None:
-    prof = ProductivityProfiler(g)
+    prof = ProductivityProfiler(g, late_estimate="max")
     prev_max = (0.0, 0.0)
     for rows in intervals:
         for delay, in_order, cross, join in rows:
@@ -54,7 +54,7 @@ def test_maps_match_brute_force(intervals: list[list[tuple[int, bool, int, int]]
 
 def test_late_tuple_gets_max_productivity_of_the_interval() -> None:
     """Table: two in-order tuples (n⋈ = 3, 7) and one late tuple of delay 25 ms."""
-    prof = ProductivityProfiler(10)
+    prof = ProductivityProfiler(10, late_estimate="max")
     prof.record(0, True, 100, 3)
     prof.record(5, True, 80, 7)
     prof.record(25, False, 0, 0)
@@ -65,12 +65,12 @@ def test_late_tuple_gets_max_productivity_of_the_interval() -> None:
 
 
 def test_snapshot_round_trip() -> None:
-    prof = ProductivityProfiler(10)
+    prof = ProductivityProfiler(10, late_estimate="max")
     prof.record(0, True, 10, 1)
     prof.roll()
     prof.record(40, False, 0, 0)
     prof.record(3, True, 12, 2)
-    clone = ProductivityProfiler.from_snapshot(10, prof.snapshot())
+    clone = ProductivityProfiler.from_snapshot(10, prof.snapshot(), late_estimate="max")
     a, b = prof.roll(), clone.roll()
     assert np.array_equal(a.cross, b.cross) and np.array_equal(a.join, b.join)
     with pytest.raises(OperatorStateError, match="profiler"):

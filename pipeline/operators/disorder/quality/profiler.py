@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.config import LateEstimate
+from pipeline.operators.config import DEFAULT_LATE_ESTIMATE, LateEstimate
 from pipeline.operators.disorder.quality.delay_stats import delay_bin
 
 FloatArray = npt.NDArray[np.float64]
@@ -82,7 +82,7 @@ class ProductivityProfiler:
     the configured estimate (default :data:`~pipeline.operators.config.DEFAULT_LATE_ESTIMATE`).
     """
 
-    def __init__(self, granularity_ms: int, late_estimate: LateEstimate = "max") -> None:
+    def __init__(self, granularity_ms: int, late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE) -> None:
         if late_estimate not in ("max", "mean"):
             raise ConfigError(
                 f"disorder.late_estimate: expected 'max' or 'mean', got {late_estimate!r}"
@@ -181,7 +181,8 @@ class ProductivityProfiler:
 
     @classmethod
     def from_snapshot(
-        cls, granularity_ms: int, snap: dict[str, Any], late_estimate: LateEstimate = "max"
+        cls, granularity_ms: int, snap: dict[str, Any],
+        late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
     ) -> ProductivityProfiler:
         """Rebuild from :meth:`snapshot` output."""
         prof = cls(granularity_ms, late_estimate)
