@@ -82,7 +82,8 @@ class ProductivityProfiler:
     the configured estimate (default :data:`~pipeline.operators.config.DEFAULT_LATE_ESTIMATE`).
     """
 
-    def __init__(self, granularity_ms: int, late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE) -> None:
+    def __init__(self, granularity_ms: int,
+                 late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE) -> None:
         if late_estimate not in ("max", "mean"):
             raise ConfigError(
                 f"disorder.late_estimate: expected 'max' or 'mean', got {late_estimate!r}"
