@@ -9,6 +9,7 @@ import pytest
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.shedding.throttle import (
+    JOIN_FLOOR,
     Z_MIN,
     Ceiling,
     CeilingConfig,
@@ -125,24 +126,29 @@ def _reading(available: float, spent: float, overhead: float, pushed: int = 100,
 
 def test_join_share_measures_the_join_against_what_is_left_for_it() -> None:
     share = JoinShare(decay=0.5)
-    # 5 s interval, 3 s available, 2 s spent outside the join, 0.5 s in it: the join's
-    # headroom is (3 − 2) / 0.5 = 2, although all the time spent (2.5 s) is under 3 s
+    # 5 s interval, 3 s available, 2 s spent outside the join, 0.5 s in it: what is left
+    # for the join, 3 − 2 = 1 s, is below its floor share (JOIN_FLOOR · 3 = 1.5 s), so
+    # the headroom is 1.5 / 0.5 = 3
     beta, h = share.reading(_reading(3.0, 2.5, 2.0), 5000)
-    assert (beta, h) == pytest.approx((1.0, 2.0))
+    assert (beta, h) == pytest.approx((1.0, JOIN_FLOOR * 3.0 / 0.5))
     # the next interval reports no overhead (the batch's came in one lump): the decayed
     # rate still charges (0.5·2 + 0) / (0.5·5 + 5) per second → 0.667 s of 5
     beta, h = share.reading(_reading(3.0, 1.0, 0.0), 5000)
     assert h == pytest.approx((3.0 - 1.0 / 7.5 * 5.0) / 1.0)
-    # queue drops cut β (the paper's consumed / pushed); the lag cap caps both
+    # queue drops cut β (the paper's consumed / pushed); the lag cap caps both, down to
+    # the join's floor share (JOIN_FLOOR of the 3 s available: 1.5 s for a 2.5 s join)
     beta, h = JoinShare().reading(_reading(3.0, 0.5, 0.0, consumed=80), 5000)
     assert beta == pytest.approx(0.8) and h == pytest.approx(6.0)
-    beta, h = JoinShare().reading(_reading(3.0, 0.5, 0.0, lag_cap=0.25), 5000)
-    assert beta == h == 0.25
+    beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, lag_cap=0.25), 5000)
+    assert beta == h == pytest.approx(JOIN_FLOOR * 3.0 / 2.5)
+    beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, lag_cap=0.9), 5000)
+    assert beta == h == pytest.approx(0.9)
 
 
-def test_join_share_is_zero_when_the_fixed_work_alone_exceeds_the_budget() -> None:
+def test_join_keeps_its_floor_share_when_the_fixed_work_alone_exceeds_the_budget() -> None:
+    # 3.5 s of overhead in a 3 s budget: the join (0.5 s) still gets JOIN_FLOOR · 3 s
     beta, h = JoinShare().reading(_reading(3.0, 4.0, 3.5), 5000)
-    assert beta == h == 0.0
+    assert h == pytest.approx(JOIN_FLOOR * 3.0 / 0.5) and beta == 1.0
     restored = JoinShare.from_snapshot(JoinShare().snapshot())
     assert restored.snapshot() == {"overhead_s": 0.0, "span_s": 0.0}
     with pytest.raises(OperatorStateError):
