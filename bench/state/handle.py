@@ -1,24 +1,13 @@
 """A stand-in for Spark's stateful-processor handle that counts what a processor writes
 (``harvest bench state``'s processor part): value, list and map states kept in memory,
-every write sized in bytes (binary and text by length, numbers 8 bytes)."""
+every write sized in bytes (:func:`~pipeline.runtime.row_size.row_bytes`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-
-def _row_bytes(row: Any) -> int:
-    """Bytes of a state row: binary and text fields by length, numbers 8 each."""
-    total = 0
-    for v in row:
-        if isinstance(v, bytes | bytearray | memoryview):
-            total += len(v)
-        elif isinstance(v, str):
-            total += len(v.encode())
-        else:
-            total += 8
-    return total
+from pipeline.runtime.row_size import row_bytes
 
 
 class _Counter:
@@ -39,7 +28,7 @@ class _ListState:
 
     def put(self, rows: list[Any]) -> None:
         self.rows = list(rows)
-        self.counter.bytes += sum(_row_bytes(r) for r in rows)
+        self.counter.bytes += sum(row_bytes(r) for r in rows)
 
 
 class _ValueState(_ListState):
@@ -48,7 +37,7 @@ class _ValueState(_ListState):
 
     def update(self, row: Any) -> None:
         self.rows = row
-        self.counter.bytes += _row_bytes(row)
+        self.counter.bytes += row_bytes(row)
 
 
 class _MapState:
@@ -64,7 +53,7 @@ class _MapState:
 
     def updateValue(self, key: Any, value: Any) -> None:  # noqa: N802 - Spark API
         self.entries[tuple(key)] = tuple(value)
-        self.counter.bytes += _row_bytes(key) + _row_bytes(value)
+        self.counter.bytes += row_bytes(key) + row_bytes(value)
 
     def removeKey(self, key: Any) -> None:  # noqa: N802 - Spark API
         self.entries.pop(tuple(key), None)

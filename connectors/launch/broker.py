@@ -19,15 +19,10 @@ runs detached (own session), so it outlives the command that started it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import json
-import os
-import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,14 +37,15 @@ from connectors.launch.broker_config import (
     render_properties,
 )
 from connectors.launch.jars import check_java, find_java, kafka_jars
+from connectors.launch.service import Clock, ServiceProcess, locked, log_tail, read_int
 from pipeline.core.errors import InfraError, KafkaUnavailableError
 from pipeline.core.logging import get_logger
 from pipeline.core.procs import process_runs
 from pipeline.core.secrets import ClientOptions
 
 log = get_logger(__name__)
-
-Clock = Callable[[], float]
+#: the broker's command line contains this (a reused pid is not taken for it)
+MARKER = b"kafka.Kafka"
 
 
 @dataclass(frozen=True)
@@ -82,17 +78,9 @@ class BrokerStatus:
         )
 
 
-def read_pid(pid_file: Path) -> int | None:
-    """The pid recorded in ``pid_file`` (None when missing or unreadable)."""
-    try:
-        return int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def is_broker_process(pid: int) -> bool:
     """True when ``pid`` is a live (not zombie) JVM running ``kafka.Kafka``."""
-    return process_runs(pid, b"kafka.Kafka")
+    return process_runs(pid, MARKER)
 
 
 def local_broker(config: BrokerConfig) -> LocalKafka:
@@ -102,23 +90,13 @@ def local_broker(config: BrokerConfig) -> LocalKafka:
     return LocalKafka(dataclasses.replace(config, secure=secure))
 
 
-def log_tail(*paths: Path, lines: int = 25) -> str:
-    """The last ``lines`` lines of each existing file, labelled, for error messages."""
-    parts = []
-    for path in paths:
-        if path.exists():
-            text = path.read_text(errors="replace").splitlines()[-lines:]
-            parts.append(f"--- last {len(text)} lines of {path} ---\n" + "\n".join(text))
-    return "\n".join(parts) if parts else "(no log written)"
-
-
 class LocalKafka:
     """Start, stop and inspect the local broker described by a :class:`BrokerConfig`."""
 
     def __init__(self, config: BrokerConfig, clock: Clock = time.monotonic) -> None:
         self.config = config
         self._clock = clock
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._jvm = ServiceProcess("kafka", MARKER, clock)
 
     # -- state on disk ----------------------------------------------------------------
     def _previous_ports(self) -> Ports | None:
@@ -133,17 +111,6 @@ class LocalKafka:
             return self.config.bootstrap_file.read_text().strip() or None
         except OSError:
             return None
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Serialize up/down across processes (parallel test sessions share the broker)."""
-        self.config.kafka_dir.mkdir(parents=True, exist_ok=True)
-        with self.config.lock_file.open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _clear_runtime_files(self) -> None:
         for path in (self.config.pid_file, self.config.bootstrap_file, self.config.mode_file):
@@ -186,7 +153,7 @@ class LocalKafka:
     # -- public API ------------------------------------------------------------------
     def status(self, probe_timeout: float = 3.0) -> BrokerStatus:
         """Running (pid alive) or stopped, the address, and whether it answers metadata."""
-        pid = read_pid(self.config.pid_file)
+        pid = read_int(self.config.pid_file)
         if pid is None or not is_broker_process(pid):
             return BrokerStatus(False, None, None, self.config.server_log)
         bootstrap = self._bootstrap()
@@ -211,8 +178,8 @@ class LocalKafka:
         limit = self.config.start_timeout_s if timeout is None else timeout
         java = find_java(self.config.java_home)
         kafka_jars(self.config.jars_dir)
-        with self._locked():
-            pid = read_pid(self.config.pid_file)
+        with locked(self.config.lock_file):
+            pid = read_int(self.config.pid_file)
             if pid is not None and is_broker_process(pid):
                 running = "secure" if self.running_secure() else "plaintext"
                 if running != self.config.mode:
@@ -228,12 +195,12 @@ class LocalKafka:
 
     def down(self) -> bool:
         """Stop the broker: SIGTERM, wait ``stop_timeout_s``, then SIGKILL. True if it ran."""
-        with self._locked():
-            pid = read_pid(self.config.pid_file)
+        with locked(self.config.lock_file):
+            pid = read_int(self.config.pid_file)
             running = pid is not None and is_broker_process(pid)
             if running:
                 assert pid is not None
-                self._terminate(pid)
+                self._jvm.terminate(pid, self.config.stop_timeout_s)
             self._clear_runtime_files()
             return running
 
@@ -350,12 +317,7 @@ class LocalKafka:
         self._format_storage(java, creds)
         bootstrap = f"{cfg.host}:{ports.broker}"
         cmd = java_command(cfg, java, "kafka.Kafka", str(cfg.properties_file))
-        with cfg.console_log.open("ab") as console:
-            self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-                cwd=cfg.kafka_dir, start_new_session=True,
-            )
-        pid = self._proc.pid
+        pid = self._jvm.launch(cmd, cfg.console_log, cfg.kafka_dir)
         cfg.pid_file.write_text(f"{pid}\n")
         cfg.mode_file.write_text(cfg.mode + "\n")
         log.info("kafka starting", pid=pid, bootstrap=bootstrap, mode=cfg.mode,
@@ -366,7 +328,7 @@ class LocalKafka:
             try:
                 self._grant(bootstrap, creds)
             except Exception:
-                self._terminate(pid)
+                self._jvm.terminate(pid, self.config.stop_timeout_s)
                 self._clear_runtime_files()
                 raise
         cfg.bootstrap_file.write_text(bootstrap + "\n")
@@ -380,14 +342,14 @@ class LocalKafka:
         next_report = 5.0
         while True:
             elapsed = self._clock() - start
-            if self._proc is not None and self._proc.poll() is not None:
-                code = self._proc.returncode
+            code = self._jvm.exit_code()
+            if code is not None:
                 self._clear_runtime_files()
                 raise KafkaUnavailableError(
                     f"kafka (pid {pid}) exited with code {code} during start-up\n{self._tail()}"
                 )
             if elapsed >= limit:
-                self._terminate(pid)
+                self._jvm.terminate(pid, self.config.stop_timeout_s)
                 self._clear_runtime_files()
                 raise KafkaUnavailableError(
                     f"kafka at {bootstrap} did not answer within {limit:g} s; stopped it\n"
@@ -402,32 +364,3 @@ class LocalKafka:
                     log.info("waiting for kafka", bootstrap=bootstrap,
                              elapsed_s=round(elapsed), timeout_s=limit)
                     next_report += 5.0
-
-    def _terminate(self, pid: int) -> None:
-        log.info("stopping kafka", pid=pid)
-        self._signal(pid, signal.SIGTERM)
-        if not self._wait_gone(pid, self.config.stop_timeout_s):
-            log.warning("kafka ignored SIGTERM; killing", pid=pid,
-                        waited_s=self.config.stop_timeout_s)
-            self._signal(pid, signal.SIGKILL)
-            if not self._wait_gone(pid, 10.0):
-                raise InfraError(f"kafka pid {pid} survived SIGKILL")
-
-    @staticmethod
-    def _signal(pid: int, sig: signal.Signals) -> None:
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-
-    def _wait_gone(self, pid: int, seconds: float) -> bool:
-        start = self._clock()
-        while self._clock() - start < seconds:
-            if self._proc is not None and self._proc.pid == pid:
-                if self._proc.poll() is not None:
-                    return True
-            elif not is_broker_process(pid):
-                return True
-            time.sleep(0.2)
-        return False

@@ -21,29 +21,21 @@ runs detached (own session), so it outlives the command that started it.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
-import signal
-import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.launch.ports import LOOPBACK, choose_port
 from connectors.launch.registry_dist import LAUNCHER, fetch_distribution, find_java21
+from connectors.launch.service import Clock, ServiceProcess, locked, log_tail, read_int
 from pipeline.core.errors import InfraError
 from pipeline.core.logging import get_logger
-from pipeline.core.procs import process_runs
 from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
-
-Clock = Callable[[], float]
 API_PATH = "/apis/ccompat/v7"
 #: Confluent Schema Registry's port, tried first
 PREFERRED_PORT = 8081
@@ -109,14 +101,6 @@ class RegistryStatus:
                 f"log {self.log_file}")
 
 
-def read_int(path: Path) -> int | None:
-    """The integer in ``path`` (None when missing or unreadable)."""
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def answers(url: str, timeout: float = 2.0) -> bool:
     """True when ``GET <url>/subjects`` returns 200 (the Confluent API is up)."""
     try:
@@ -140,31 +124,13 @@ def set_compatibility(url: str, level: str = DEFAULT_COMPATIBILITY, timeout: flo
                          ) from exc
 
 
-def log_tail(path: Path, lines: int = 25) -> str:
-    """The last ``lines`` lines of ``path``, labelled, for error messages."""
-    if not path.exists():
-        return "(no log written)"
-    text = path.read_text(errors="replace").splitlines()[-lines:]
-    return f"--- last {len(text)} lines of {path} ---\n" + "\n".join(text)
-
-
 class LocalRegistry:
     """Start, stop and inspect the local Apicurio registry of a :class:`RegistryConfig`."""
 
     def __init__(self, config: RegistryConfig, clock: Clock = time.monotonic) -> None:
         self.config = config
         self._clock = clock
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.config.registry_dir.mkdir(parents=True, exist_ok=True)
-        with (self.config.registry_dir / ".lock").open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        self._jvm = ServiceProcess("the schema registry", MARKER, clock)
 
     def _url(self) -> str | None:
         try:
@@ -174,7 +140,7 @@ class LocalRegistry:
 
     def _running_pid(self) -> int | None:
         pid = read_int(self.config.pid_file)
-        return pid if pid is not None and process_runs(pid, MARKER) else None
+        return pid if pid is not None and self._jvm.runs(pid) else None
 
     def _clear_runtime_files(self) -> None:
         for path in (self.config.pid_file, self.config.url_file):
@@ -199,7 +165,7 @@ class LocalRegistry:
         limit = self.config.start_timeout_s if timeout is None else timeout
         java = find_java21(self.config.java_home)
         home = fetch_distribution(self.config.registry_dir)
-        with self._locked():
+        with locked(self.config.registry_dir / ".lock"):
             pid = self._running_pid()
             if pid is not None:
                 return self._await_existing(pid, limit)
@@ -208,10 +174,10 @@ class LocalRegistry:
 
     def down(self) -> bool:
         """Stop the registry: SIGTERM, wait ``stop_timeout_s``, then SIGKILL. True if it ran."""
-        with self._locked():
+        with locked(self.config.registry_dir / ".lock"):
             pid = self._running_pid()
             if pid is not None:
-                self._terminate(pid)
+                self._jvm.terminate(pid, self.config.stop_timeout_s)
             self._clear_runtime_files()
             return pid is not None
 
@@ -249,19 +215,15 @@ class LocalRegistry:
         cfg.port_file.write_text(f"{port}\n")
         management = choose_port([], cfg.host, exclude=[port])
         url = f"http://{cfg.host}:{port}{API_PATH}"
-        with cfg.console_log.open("ab") as console:
-            self._proc = subprocess.Popen(
-                self.command(java, home, port, management), stdin=subprocess.DEVNULL,
-                stdout=console, stderr=subprocess.STDOUT, cwd=cfg.registry_dir,
-                start_new_session=True)
-        pid = self._proc.pid
+        pid = self._jvm.launch(self.command(java, home, port, management), cfg.console_log,
+                               cfg.registry_dir)
         cfg.pid_file.write_text(f"{pid}\n")
         log.info("schema registry starting", pid=pid, url=url, java=str(java))
         self._wait_started(pid, url, start, limit)
         try:
             set_compatibility(url)
         except InfraError:
-            self._terminate(pid)
+            self._jvm.terminate(pid, self.config.stop_timeout_s)
             self._clear_runtime_files()
             raise
         cfg.url_file.write_text(url + "\n")
@@ -274,13 +236,14 @@ class LocalRegistry:
         next_report = 5.0
         while not answers(url, timeout=1.0):
             elapsed = self._clock() - start
-            if self._proc is not None and self._proc.poll() is not None:
+            code = self._jvm.exit_code()
+            if code is not None:
                 self._clear_runtime_files()
                 raise InfraError(f"the schema registry (pid {pid}) exited with code "
-                                 f"{self._proc.returncode} during start-up\n"
+                                 f"{code} during start-up\n"
                                  f"{log_tail(self.config.console_log)}")
             if elapsed >= limit:
-                self._terminate(pid)
+                self._jvm.terminate(pid, self.config.stop_timeout_s)
                 self._clear_runtime_files()
                 raise InfraError(f"the schema registry at {url} did not answer within "
                                  f"{limit:g} s; stopped it\n{log_tail(self.config.console_log)}")
@@ -288,26 +251,3 @@ class LocalRegistry:
                 log.info("waiting for the schema registry", url=url, elapsed_s=round(elapsed))
                 next_report += 5.0
             time.sleep(0.5)
-
-    def _terminate(self, pid: int) -> None:
-        log.info("stopping the schema registry", pid=pid)
-        for sig, wait in ((signal.SIGTERM, self.config.stop_timeout_s), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-            if self._wait_gone(pid, wait):
-                return
-        raise InfraError(f"schema registry pid {pid} survived SIGKILL")
-
-    def _wait_gone(self, pid: int, seconds: float) -> bool:
-        start = self._clock()
-        while self._clock() - start < seconds:
-            if self._proc is not None and self._proc.pid == pid:
-                if self._proc.poll() is not None:
-                    return True
-            elif not process_runs(pid, MARKER):
-                return True
-            time.sleep(0.2)
-        return False

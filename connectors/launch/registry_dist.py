@@ -12,8 +12,6 @@ Apicurio 3 needs Java 21+, newer than the broker's 17: :func:`find_java21` looks
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib
 import shutil
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from connectors.launch.jars import parse_java_major
+from connectors.launch.service import locked
 from pipeline.core.errors import InfraError
 from pipeline.core.logging import get_logger
 
@@ -55,18 +54,6 @@ def _open_url(url: str, timeout: float) -> IO[bytes]:
 def dist_dir(registry_dir: Path, version: str = VERSION) -> Path:
     """Where the distribution is unpacked (holds :data:`LAUNCHER`)."""
     return registry_dir / f"apicurio-registry-{version}"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One fetch at a time across processes (parallel test sessions share the cache)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _download(url: str, target: Path, sha256: str, opener: Opener, timeout: float) -> None:
@@ -118,7 +105,7 @@ def fetch_distribution(registry_dir: Path, *, url: str = URL, sha256: str = SHA2
     target = dist_dir(registry_dir, version)
     if (target / LAUNCHER).is_file():
         return target
-    with _locked(registry_dir / ".fetch.lock"):
+    with locked(registry_dir / ".fetch.lock"):  # one fetch at a time across processes
         if (target / LAUNCHER).is_file():
             return target
         archive = registry_dir / "downloads" / url.rsplit("/", 1)[-1]

@@ -14,30 +14,21 @@ import argparse
 
 from connectors.launch.broker import LocalKafka
 from connectors.launch.broker_config import BrokerConfig
-from pipeline.cli.args import positive_float
+from pipeline.cli.local_service import add_service_parser, run_action
 from pipeline.core.errors import ConfigError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 
-EXIT_NOT_RUNNING = 3
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `kafka` subcommand."""
-    p = subparsers.add_parser(
-        "kafka",
+    p = add_service_parser(
+        subparsers, "kafka", "the broker", 60.0,
         help="start/stop/inspect the local single-node Kafka broker (KRaft)",
         description="Manage the local Apache Kafka 4 broker under HARVEST_CACHE_DIR/kafka. "
         "Needs Java 17+ and the jars from `make jars`.",
-    )
-    p.add_argument("action", choices=["up", "down", "status"], help="what to do")
-    p.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=60.0,
-        help="seconds `up` waits for the broker to answer (default 60)",
     )
     p.add_argument(
         "--secure",
@@ -54,21 +45,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.secure and args.action != "up":
         raise ConfigError(f"--secure: only with `up` (got `{args.action}`)")
     broker = LocalKafka(BrokerConfig.from_settings(settings, secure=args.secure))
-    if args.action == "up":
-        status = broker.up(timeout=args.timeout)
-        print(status.describe())
-        _warn_override(settings, status.bootstrap)
-        return 0
-    if args.action == "down":
-        stopped = broker.down()
-        print("kafka: stopped" if stopped else "kafka: was not running")
-        return 0
-    status = broker.status()
-    print(status.describe())
-    if not status.running:
-        return EXIT_NOT_RUNNING
-    _warn_override(settings, status.bootstrap)
-    return 0 if status.answering else 1
+    return run_action(args.action, broker, "kafka", args.timeout,
+                      lambda status: _warn_override(settings, status.bootstrap))
 
 
 def _warn_override(settings: Settings, bootstrap: str | None) -> None:

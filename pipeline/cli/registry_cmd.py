@@ -12,47 +12,30 @@ from __future__ import annotations
 import argparse
 
 from connectors.launch.registry import LocalRegistry, RegistryConfig
-from pipeline.cli.args import positive_float
+from pipeline.cli.local_service import add_service_parser, run_action
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
 log = get_logger(__name__)
 
-EXIT_NOT_RUNNING = 3
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `registry` subcommand."""
-    p = subparsers.add_parser(
-        "registry",
+    p = add_service_parser(
+        subparsers, "registry", "the registry", 120.0,
         help="start/stop/inspect the local Schema Registry (Apicurio, Confluent API)",
         description="Manage the local Apicurio Registry under HARVEST_CACHE_DIR/registry "
         "(in-memory storage, Confluent-compatible API under /apis/ccompat/v7). Needs Java "
         "21+; the distribution is fetched from Maven Central on first use.",
     )
-    p.add_argument("action", choices=["up", "down", "status"], help="what to do")
-    p.add_argument("--timeout", type=positive_float, default=120.0,
-                   help="seconds `up` waits for the registry to answer (default 120)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch `up`, `down` or `status`; prints one status line on stdout."""
     registry = LocalRegistry(RegistryConfig.from_settings(settings))
-    if args.action == "up":
-        status = registry.up(timeout=args.timeout)
-        print(status.describe())
-        _warn_override(settings, status.url)
-        return 0
-    if args.action == "down":
-        print("registry: stopped" if registry.down() else "registry: was not running")
-        return 0
-    status = registry.status()
-    print(status.describe())
-    if not status.running:
-        return EXIT_NOT_RUNNING
-    _warn_override(settings, status.url)
-    return 0 if status.answering else 1
+    return run_action(args.action, registry, "registry", args.timeout,
+                      lambda status: _warn_override(settings, status.url))
 
 
 def _warn_override(settings: Settings, url: str | None) -> None:

@@ -35,21 +35,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from pipeline.runtime.row_size import row_bytes
+
 _GONE = object()  # a map entry removed in the staged batch
-
-
-def row_bytes(row: tuple[Any, ...] | None) -> int:
-    """Bytes of a state row as counted here: binary and text fields by length, numbers
-    8 each (about the state store's row encoding)."""
-    total = 0
-    for v in row or ():
-        if isinstance(v, bytes | bytearray | memoryview):
-            total += len(v)
-        elif isinstance(v, str):
-            total += len(v.encode())
-        else:
-            total += 8
-    return total
 
 
 class FakeStateStore:

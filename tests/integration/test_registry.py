@@ -24,15 +24,9 @@ from connectors.io.topics import input_topic
 from connectors.workloads import read_jsonl
 from pipeline.cli.main import main
 from pipeline.core.errors import SerializationError
+from pipeline.testing.orders import V1, V2
 
 pytestmark = [pytest.mark.kafka, pytest.mark.registry]
-
-V1 = {"type": "record", "name": "Order", "namespace": "shop",
-      "fields": [{"name": "id", "type": "long"}, {"name": "price", "type": "double"},
-                 {"name": "note", "type": "string"}]}
-V2 = {"type": "record", "name": "Order", "namespace": "shop",
-      "fields": [{"name": "id", "type": "long"}, {"name": "price", "type": "double"},
-                 {"name": "region", "type": "string", "default": "eu"}]}
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The budget source named by ``shedding.budget`` (ARCHITECTURE §5; GrubJoin §IV-A), and
-a source restored from its snapshot (:func:`restore_budget`).
+a source restored from its snapshot (:func:`restore_budget`), and a shedder that owns one
+restored from its snapshot (:func:`restore_shedder`).
 
 * :func:`make_budget` — a throttled join: the virtual CPU (``virtual``: ``capacity``
   cost units per second of stream time behind ``queue`` tuples) or the wall clock
@@ -15,9 +16,9 @@ This is the one place that names the concrete sources; everything else sees the
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.protocol import Budget
 from pipeline.operators.budget.virtual_cpu import VirtualCpu, VirtualCpuConfig
 from pipeline.operators.budget.wall import (
@@ -27,7 +28,16 @@ from pipeline.operators.budget.wall import (
     WallQueueConfig,
 )
 
-__all__ = ["make_budget", "make_queue_budget", "restore_budget"]
+__all__ = ["make_budget", "make_queue_budget", "restore_budget", "restore_shedder"]
+
+
+class OwnsBudget(Protocol):
+    """A shedder that charges its join to a :class:`Budget` (``shedder.budget``)."""
+
+    budget: Budget
+
+
+S = TypeVar("S", bound=OwnsBudget)
 
 
 def make_budget(
@@ -69,6 +79,23 @@ def restore_budget(budget: Budget, snap: dict[str, Any]) -> Budget:
     """A budget of the same kind, config and clock as ``budget`` (made by
     :func:`make_budget` or :func:`make_queue_budget`) with the state of ``snap``."""
     return budget.restored(snap)
+
+
+def restore_shedder(mode: str, snap: dict[str, Any], make: Callable[[], S],
+                    load: Callable[[S], None]) -> S:
+    """The shedder of ``mode`` in the state of ``snap``: a fresh one from ``make``, its
+    budget restored from ``snap["budget"]`` (:func:`restore_budget`), then the rest of
+    its state by ``load``. Raises :class:`~pipeline.core.errors.OperatorStateError` for
+    another mode's snapshot or one it cannot read."""
+    if snap.get("mode") != mode:
+        raise OperatorStateError(f"not a {mode} shedder snapshot: {snap.get('mode')!r}")
+    obj = make()
+    try:
+        obj.budget = restore_budget(obj.budget, snap["budget"])
+        load(obj)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise OperatorStateError(f"cannot restore {mode} shedder: {exc!r}") from exc
+    return obj
 
 
 def _clock(clock: Callable[[], float] | None) -> Callable[[], float]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.budget.overflow import OverflowCount
 from pipeline.operators.budget.reading import BudgetReading
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class VirtualCpuConfig:
             raise ConfigError(f"utilization: must be in (0, 1], got {self.utilization}")
 
 
-class VirtualCpu:
+class VirtualCpu(OverflowCount):
     """Deterministic single-server queue in stream time (ms)."""
 
     def __init__(self, config: VirtualCpuConfig) -> None:
@@ -70,11 +71,7 @@ class VirtualCpu:
         self.pushed += 1
         self._release(now)
         if len(self.waiting) >= self.config.queue:
-            self.dropped += 1
-            if not self.last_dropped:
-                self.overflows += 1
-                self.last_dropped = True
-            return False
+            return self.refuse()
         self.last_dropped = False
         start = max(float(now), self.busy_until)
         if start > now:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import ConfigError, OperatorStateError
+from pipeline.operators.budget.overflow import OverflowCount
 from pipeline.operators.budget.reading import BudgetReading
 
 
@@ -165,7 +166,7 @@ class WallQueueConfig:
             raise ConfigError(f"queue_ms: must be > 0, got {self.bound_ms}")
 
 
-class WallQueue(WallBudget):
+class WallQueue(WallBudget, OverflowCount):
     """Wall clock + a queue bounded in waiting time (module docstring; ours).
 
     ``busy_until`` (stream ms) is when the modelled server is free: each admitted tuple
@@ -198,11 +199,7 @@ class WallQueue(WallBudget):
         self.pushed += 1
         self.last_now = max(self.last_now, float(now))
         if self.busy_until - now > self.queue_config.bound_ms:
-            self.dropped += 1
-            if not self.last_dropped:
-                self.overflows += 1
-                self.last_dropped = True
-            return False
+            return self.refuse()
         self.last_dropped = False
         self.admitted += 1
         self.started = self.clock()

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.factory import make_budget, restore_budget
+from pipeline.core.errors import ConfigError
+from pipeline.operators.budget.factory import make_budget, restore_shedder
 from pipeline.operators.contract import DropsFromRuns, PluginEnv, WallAccount
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
@@ -219,11 +219,7 @@ class RandomDropShedder(DropsFromRuns):
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
                       env: PluginEnv) -> RandomDropShedder:
-        if snap.get("mode") != "randomdrop":
-            raise OperatorStateError(f"not a randomdrop shedder snapshot: {snap.get('mode')!r}")
-        obj = cls(config, env)
-        try:
-            obj.budget = restore_budget(obj.budget, snap["budget"])
+        def load(obj: RandomDropShedder) -> None:
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
             obj.stats = OnlineStats.from_snapshot(config.m, DECAY, snap["stats"])
             obj.rng.bit_generator.state = snap["rng"]
@@ -231,6 +227,5 @@ class RandomDropShedder(DropsFromRuns):
                 obj.plan_rng.bit_generator.state = snap["plan_rng"]
             obj.keep = np.asarray(snap["keep"], dtype=np.float64)
             obj.random_drops = int(snap["random_drops"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise OperatorStateError(f"cannot restore randomdrop shedder: {exc!r}") from exc
-        return obj
+
+        return restore_shedder("randomdrop", snap, lambda: cls(config, env), load)

@@ -75,8 +75,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.core.errors import OperatorStateError
-from pipeline.operators.budget.factory import restore_budget
+from pipeline.operators.budget.factory import restore_shedder
 from pipeline.operators.budget.queue import (
     queue_admit_run,
     queue_budget,
@@ -358,11 +357,7 @@ class StaticRandomDropShedder(DropsFromRuns):
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
                       env: PluginEnv) -> StaticRandomDropShedder:
-        if snap.get("mode") != MODE:
-            raise OperatorStateError(f"not a {MODE} shedder snapshot: {snap.get('mode')!r}")
-        obj = cls(config, env)
-        try:
-            obj.budget = restore_budget(obj.budget, snap["budget"])
+        def load(obj: StaticRandomDropShedder) -> None:
             obj.stats = OnlineStats.from_snapshot(config.m, 1.0, snap["stats"])
             obj.rng.bit_generator.state = snap["rng"]
             keep = snap["keep"]
@@ -379,6 +374,5 @@ class StaticRandomDropShedder(DropsFromRuns):
             obj.service_ms = float(snap.get("service_ms", 0.0))
             fixed = snap["fixed"]
             obj.fixed = None if fixed is None else dict(fixed)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise OperatorStateError(f"cannot restore {MODE} shedder: {exc!r}") from exc
-        return obj
+
+        return restore_shedder(MODE, snap, lambda: cls(config, env), load)

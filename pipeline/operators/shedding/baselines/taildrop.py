@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.core.errors import OperatorStateError
-from pipeline.operators.budget.factory import restore_budget
+from pipeline.operators.budget.factory import restore_shedder
 from pipeline.operators.budget.queue import (
     queue_admit_run,
     queue_budget,
@@ -100,12 +99,7 @@ class TailDropShedder(DropsFromRuns):
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
                       env: PluginEnv) -> TailDropShedder:
-        if snap.get("mode") != "taildrop":
-            raise OperatorStateError(f"not a taildrop shedder snapshot: {snap.get('mode')!r}")
-        obj = cls(config, env)
-        try:
-            obj.budget = restore_budget(obj.budget, snap["budget"])
+        def load(obj: TailDropShedder) -> None:
             obj.service_ms = float(snap.get("service_ms", 0.0))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise OperatorStateError(f"cannot restore taildrop shedder: {exc!r}") from exc
-        return obj
+
+        return restore_shedder("taildrop", snap, lambda: cls(config, env), load)

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.core.errors import ConfigError, OperatorStateError
-from pipeline.operators.budget.factory import make_queue_budget, restore_budget
+from pipeline.core.errors import ConfigError
+from pipeline.operators.budget.factory import make_queue_budget, restore_shedder
 from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
 from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.contract import DropsFromRuns, PlansRuns, PluginEnv, WallAccount
@@ -400,11 +400,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
     @classmethod
     def from_snapshot(cls, config: EngineConfig, snap: dict[str, Any],
                       env: PluginEnv) -> GrubJoinShedder:
-        if snap.get("mode") != "grubjoin":
-            raise OperatorStateError(f"not a grubjoin shedder snapshot: {snap.get('mode')!r}")
-        obj = cls(config, env)
-        try:
-            obj.budget = restore_budget(obj.budget, snap["budget"])
+        def load(obj: GrubJoinShedder) -> None:
             obj.service_ms = float(snap.get("service_ms", 0.0))
             obj.join_share = JoinShare.from_snapshot(snap.get("join_share"))
             obj.throttle = Throttle.from_snapshot(obj.throttle.config, snap["throttle"])
@@ -428,6 +424,4 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                 obj.admit_rng.bit_generator.state = snap["admit_rng"]
                 obj.ceiling_admit = float(snap.get("ceiling_admit", 1.0))
 
-        except (KeyError, TypeError, ValueError) as exc:
-            raise OperatorStateError(f"cannot restore grubjoin shedder: {exc!r}") from exc
-        return obj
+        return restore_shedder("grubjoin", snap, lambda: cls(config, env), load)

@@ -22,14 +22,7 @@ from connectors.io.registry_client import RegistryOptions, SchemaRegistry, value
 from connectors.io.serde import AvroSerde
 from pipeline.core.errors import SchemaNotFoundError, SerializationError
 from pipeline.core.settings import PROJECT_ROOT
-
-V1 = {"type": "record", "name": "Order", "namespace": "shop",
-      "fields": [{"name": "id", "type": "long"}, {"name": "price", "type": "double"},
-                 {"name": "note", "type": "string"}]}
-#: v2 adds a field with a default and drops ``note``
-V2 = {"type": "record", "name": "Order", "namespace": "shop",
-      "fields": [{"name": "id", "type": "long"}, {"name": "price", "type": "double"},
-                 {"name": "region", "type": "string", "default": "eu"}]}
+from pipeline.testing.orders import V1, V2
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from connectors.launch.broker import BrokerStatus, LocalKafka, is_broker_process, log_tail, read_pid
+from connectors.launch.broker import BrokerStatus, LocalKafka, is_broker_process
 from connectors.launch.broker_config import BrokerConfig
+from connectors.launch.service import log_tail
+from connectors.launch.service import read_int as read_pid
 from pipeline.core.errors import InfraError, KafkaUnavailableError
 from pipeline.core.settings import Settings
 
