@@ -29,13 +29,17 @@ JVM_SKIPPED = ("triggerExecution",)
 
 
 def python_profile(metrics: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """``{"tuples": n, "seconds": {phase: s}}`` summed over the instances (the last
-    metrics record of each that carries a profile); None if none does."""
+    """``{"tuples": n, "seconds": {phase: s}}`` summed over the instances; of each, the
+    metrics record with the most tuples profiled (the profile is cumulative while the
+    instance stays live; a final flush after an idle spell may come from a fresh one
+    with none); None if no record carries a profile."""
     last: dict[str, Mapping[str, float]] = {}
     for rec in metrics:
         extra = rec.get("extra") or {}
-        if "profile_tuples" in extra:
-            last[str(rec.get("instance", ""))] = extra
+        key = str(rec.get("instance", ""))
+        if "profile_tuples" in extra and float(extra["profile_tuples"]) >= float(
+                last.get(key, {}).get("profile_tuples", -1.0)):
+            last[key] = extra
     if not last:
         return None
     seconds: dict[str, float] = {}
