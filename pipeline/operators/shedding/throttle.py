@@ -236,7 +236,7 @@ class JoinShare:
         join = max(0.0, r.spent - r.overhead)
         headroom = left / join if join > 0.0 else math.inf
         if r.lag_cap is not None:
-            floor = JOIN_FLOOR * r.available / join if join > 0.0 else math.inf
+            floor = JOIN_FLOOR * r.available / join if join > 0.0 else 0.0
             headroom = max(min(headroom, r.lag_cap), floor)
         beta = min(headroom, r.consumed / r.pushed if r.pushed else 1.0)
         return beta, headroom
