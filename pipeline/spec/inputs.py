@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from pipeline.spec.names import TOPIC_PATTERN
 
@@ -28,7 +29,7 @@ PARTITION_SHIFT = 40
 
 #: the Confluent wire format of a Schema Registry (magic byte 0, schema id, Avro body)
 CONFLUENT = "avro-confluent"
-Format = Literal["avro", "avro-raw", "json", "avro-confluent"]
+Format = Literal["avro-confluent", "avro", "avro-raw", "json"]
 
 
 class InputSpec(BaseModel):
@@ -63,17 +64,25 @@ class InputSpec(BaseModel):
     def _format_keys(self) -> InputSpec:
         if self.format == CONFLUENT:
             if self.schema_path is not None:
-                raise ValueError(f"schema: not for format {CONFLUENT!r} (its writer schemas "
+                raise _key_error("schema", f"not for format {CONFLUENT!r} (its writer schemas "
                                  "are the registry's; set reader_schema to pin the reader)")
             return self
         if self.schema_path is None:
-            raise ValueError(f"schema: required for format {self.format!r}")
+            raise ValidationError.from_exception_data(
+                "InputSpec", [InitErrorDetails(type="missing", loc=("schema",), input={})])
         for key in ("subject", "reader_schema"):
             if getattr(self, key) is not None:
-                raise ValueError(f"{key}: only for format {CONFLUENT!r}, not {self.format!r}")
+                raise _key_error(key, f"only for format {CONFLUENT!r}, not {self.format!r}")
         return self
 
     @property
     def registry_subject(self) -> str:
         """The subject of the topic's values (``avro-confluent``)."""
         return self.subject or f"{self.topic}-value"
+
+
+def _key_error(key: str, message: str) -> ValidationError:
+    """A validation error located at ``key`` (so the spec error names ``inputs.<s>.<key>``)."""
+    error = PydanticCustomError("value_error", "{message}", {"message": message})
+    return ValidationError.from_exception_data(
+        "InputSpec", [InitErrorDetails(type=error, loc=(key,), input=None)])
