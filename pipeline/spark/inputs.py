@@ -190,7 +190,7 @@ class _Stream:
             ]
         if p.format == CONFLUENT:
             out += _confluent_reasons(p)
-        elif p.format == "json":
+        if p.format == "json":
             out.append((sf.json_object_keys(sf.col("_text")).isNull(),
                         sf.lit("not a JSON object")))
         else:
