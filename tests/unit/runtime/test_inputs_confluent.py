@@ -99,9 +99,9 @@ def test_a_field_the_subject_lacks_exits_2_listing_the_fields(
 
 
 def test_no_registry_or_no_subject_name_the_key(registry: SchemaRegistry) -> None:
-    with pytest.raises(ConfigError, match="inputs.a.format: 'avro-confluent' reads writer"):
+    with pytest.raises(ConfigError, match=r"inputs\.a\.format: 'avro-confluent' reads writer"):
         resolve_inputs(_spec(), SCHEMAS)
-    with pytest.raises(ConfigError, match="inputs.a.subject: .*'nope'"):
+    with pytest.raises(ConfigError, match=r"inputs\.a\.subject: .*'nope'"):
         resolve_inputs(_spec(_input("ta", subject="nope")), SCHEMAS, registry=registry)
 
 
