@@ -111,3 +111,32 @@ def test_a_schema_id_the_plan_does_not_know_fails_the_batch(spark: SparkSession)
              ("tb", wire_header(4242) + _body(V1, {"ts": 1, "temp": 1.0}))]
     with pytest.raises(Exception, match=NEW_SCHEMA_ID + "4242"):
         decode_inputs(_raw(spark, cases), plan).collect()
+
+
+def test_results_in_the_confluent_format_decode_with_avro_deserializer(
+        spark: SparkSession) -> None:
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from pipeline.spark.results import result_value
+
+    reg, plan, v1, _, b1 = _setup()
+    plan = dataclasses.replace(plan, output_format="avro-confluent")
+    result_id = reg.register("out-value", plan.output_schema_json)
+    cases = [("ta", wire_header(v1) + _body(V1, {"ts": 1000, "temp": 1.5})),
+             ("tb", wire_header(b1) + _body(V1, {"ts": 1100, "temp": 1.7}))]
+    decoded = sorted(decode_inputs(_raw(spark, cases), plan).collect(),
+                     key=lambda r: r["offset"])
+    members = json.dumps([{"stream": s, "seq": i, "event_time": 1000 + 100 * i,
+                           "partition": 0, "offset": 100 + i} for i, s in enumerate("ab")])
+    df = spark.createDataFrame(
+        [("r1", 1100, members, "0", 99, b"".join(bytes(r["payload"]) for r in decoded))],
+        "id string, result_time long, members string, instance string, emit_time long, "
+        "payload binary")
+    base = json.dumps(json.loads((PROJECT_ROOT / "schemas" / "join_result.avsc").read_text()))
+    value = bytes(df.select(result_value(plan, base, wire_header(result_id)).alias("v"))
+                  .collect()[0]["v"])
+    rec = AvroDeserializer(reg.client)(value, SerializationContext("out", MessageField.VALUE))
+    assert rec["id"] == "r1" and [m["stream"] for m in rec["members"]] == ["a", "b"]
+    assert rec["a"] == {"ts": 1000, "temp": 1.5, "site": "x"}
+    assert rec["b"] == {"ts": 1100, "temp": 1.7}
