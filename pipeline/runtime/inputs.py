@@ -369,6 +369,7 @@ def topic_prefix(spec: Spec, default: str) -> str:
     return spec.job.topic_prefix if spec.job.topic_prefix != "harvest" else default
 
 
-def output_schema(spec: Spec, schemas_dir: Path) -> dict[str, Any]:
+def output_schema(spec: Spec, schemas_dir: Path, registry: SchemaRegistry | None = None
+                  ) -> dict[str, Any]:
     """The schema of the spec's results (``harvest schema --spec``)."""
-    return resolve_inputs(spec, schemas_dir).output_schema
+    return resolve_inputs(spec, schemas_dir, registry=registry).output_schema
