@@ -73,7 +73,8 @@ def topic_serde(plan: InputPlan, topic: str, results_topic: str, serde: AvroSerd
     if topic == results_topic and plan.output_format == "json":
         return JsonResultSerde()
     if plan.output_format == CONFLUENT and registry is not None:
-        return ConfluentSerde(registry, fallback=serde)
+        # logical types not applied, as for the other formats (a timestamp stays a long)
+        return ConfluentSerde(registry, fallback=serde, plain=True)
     serde.register(strip_logical(plan.output_schema), current=True)
     return serde
 
