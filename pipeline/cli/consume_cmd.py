@@ -24,7 +24,7 @@ from pipeline.cli.args import positive_float, positive_int
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 from pipeline.runtime.dump import topic_serde
-from pipeline.runtime.inputs import resolve_inputs, topic_prefix
+from pipeline.runtime.inputs import resolve_inputs, spec_registry, topic_prefix
 from pipeline.spec.model import load_spec
 
 log = get_logger(__name__)
@@ -94,8 +94,9 @@ def _serde(args: argparse.Namespace, settings: Settings) -> AvroSerde:
         return ConfluentSerde(registry, fallback=serde)
     spec = load_spec(args.spec)
     prefix = topic_prefix(spec, settings.topic_prefix)
-    plan = resolve_inputs(spec, settings.schemas_dir, prefix=prefix)
-    return topic_serde(plan, args.topic, spec.output.topics(prefix)[0], serde)
+    spec_reg = spec_registry(spec, settings)
+    plan = resolve_inputs(spec, settings.schemas_dir, prefix=prefix, registry=spec_reg)
+    return topic_serde(plan, args.topic, spec.output.topics(prefix)[0], serde, spec_reg)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

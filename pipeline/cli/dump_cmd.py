@@ -20,7 +20,7 @@ from pipeline.cli.args import positive_float
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 from pipeline.runtime.dump import dump_inputs
-from pipeline.runtime.inputs import resolve_inputs, topic_prefix
+from pipeline.runtime.inputs import resolve_inputs, spec_registry, topic_prefix
 from pipeline.spec.model import load_spec
 
 log = get_logger(__name__)
@@ -46,11 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Resolve the inputs, read them, write the dump; print a JSON summary line."""
     spec = load_spec(args.spec)
+    registry = spec_registry(spec, settings)
     plan = resolve_inputs(spec, settings.schemas_dir,
-                          prefix=topic_prefix(spec, settings.topic_prefix))
+                          prefix=topic_prefix(spec, settings.topic_prefix), registry=registry)
     config = ConsumerConfig.from_settings(settings, from_beginning=True, until_end=True,
                                           idle_timeout_s=args.timeout)
-    report = dump_inputs(plan, config, AvroSerde.from_dir(settings.schemas_dir), args.output)
+    report = dump_inputs(plan, config, AvroSerde.from_dir(settings.schemas_dir), args.output,
+                         registry=registry)
     for reason in report.reasons:
         log.warning("record left out", reason=reason)
     print(json.dumps({**report.to_json(), "output": str(args.output)}), flush=True)

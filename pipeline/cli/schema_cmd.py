@@ -21,7 +21,7 @@ from connectors.io.registry_client import RegistryOptions, SchemaRegistry
 from pipeline.cli.args import positive_int
 from pipeline.core.errors import ConfigError
 from pipeline.core.settings import Settings
-from pipeline.runtime.inputs import output_schema
+from pipeline.runtime.inputs import output_schema, spec_registry
 from pipeline.spec.model import load_spec
 
 
@@ -49,7 +49,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.version is not None and args.subject is None:
         raise ConfigError("--version: only with --subject")
     if args.spec is not None:
-        sys.stdout.write(schema_text(output_schema(load_spec(args.spec), settings.schemas_dir)))
+        spec = load_spec(args.spec)
+        sys.stdout.write(schema_text(output_schema(spec, settings.schemas_dir,
+                                                   spec_registry(spec, settings))))
         return 0
     registry = SchemaRegistry(RegistryOptions.from_settings(settings))
     if args.id is not None:

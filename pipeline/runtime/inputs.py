@@ -9,21 +9,29 @@ schema's fields (exit 2). :func:`output_schema` generates the result schema.
 
 The plan is what the Spark job, ``harvest dump`` and ``harvest consume --spec`` share;
 a spec without ``[inputs]`` reads harvest's own workload topics (``own_stream``).
+
+An ``avro-confluent`` input's schemas come from the Schema Registry: the reader is its
+``reader_schema`` file, else the subject's latest version when the plan is resolved, and
+the plan lists every version of the subject as a writer (id → schema), each resolved
+into the reader (Avro 1.12 specification, "Schema Resolution"). :func:`refresh_writers`
+adds the versions registered later (the job's planned restart on a new schema id).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from connectors.io import avsc
 from connectors.io.avsc import NUMERIC, AvroField
+from connectors.io.registry_client import RegistryOptions, SchemaRegistry
 from connectors.io.topics import input_topic, schema_for, validate_topic
-from pipeline.core.errors import ConfigError
-from pipeline.spec.inputs import KAFKA_TIME, OFFSET_ID, InputSpec
+from pipeline.core.errors import ConfigError, SchemaNotFoundError
+from pipeline.core.settings import Settings
+from pipeline.spec.inputs import CONFLUENT, KAFKA_TIME, OFFSET_ID, InputSpec
 from pipeline.spec.model import JoinSpec, Spec
 
 TimeUnit = Literal["ms", "us", "iso"]
@@ -73,6 +81,17 @@ class StreamPlan:
     fields: tuple[tuple[str, str, bool], ...]
     #: harvest's own topic (its own decoder and checks), not a user input
     own: bool = False
+    #: ``avro-confluent``: the registry subject, and its versions' writer schemas as
+    #: ``(schema id, schema JSON without logical types)``; ``schema_json`` is the reader
+    subject: str | None = None
+    writers: tuple[tuple[int, str], ...] = ()
+    #: ``avro-confluent``: ids the registry does not know (their records are dead letters)
+    dead_ids: frozenset[int] = frozenset()
+
+    @property
+    def writer_ids(self) -> frozenset[int]:
+        """The schema ids the plan decodes."""
+        return frozenset(i for i, _ in self.writers)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -175,10 +194,60 @@ def _attribute_fields(inp: InputSpec, join: JoinSpec) -> dict[str, str]:
     return {join.attribute: inp.attribute or join.attribute}
 
 
-def _plan(spec: Spec, index: int, stream: str, inp: InputSpec) -> StreamPlan:
+@dataclass(frozen=True)
+class _Reader:
+    """An input's reader schema, where it comes from, and (``avro-confluent``) its writers."""
+
+    schema: dict[str, Any]
+    path: str
+    subject: str | None = None
+    writers: tuple[tuple[int, str], ...] = ()
+
+
+def _writers(registry: SchemaRegistry, subject: str, key: str
+             ) -> list[tuple[int, int, dict[str, Any]]]:
+    """``(version, id, schema)`` of every version of ``subject``; ConfigError naming
+    ``key`` when the registry does not have it."""
+    try:
+        versions = registry.versions(subject)
+    except SchemaNotFoundError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+    return [(v.version, v.schema_id, v.schema) for v in versions]
+
+
+def _confluent_reader(inp: InputSpec, key: str, registry: SchemaRegistry | None) -> _Reader:
+    """The reader (``reader_schema``, else the subject's latest version) and the writers
+    (every version of the subject) of an ``avro-confluent`` input."""
+    if registry is None:
+        raise ConfigError(f"{key}.format: {CONFLUENT!r} reads writer schemas from a Schema "
+                          "Registry: set HARVEST_SCHEMA_REGISTRY_URL or start the local one "
+                          "with `harvest registry up`")
+    subject = inp.registry_subject
+    versions = _writers(registry, subject, f"{key}.subject")
+    writers = tuple((i, json.dumps(avsc.strip_logical(s))) for _, i, s in versions)
+    if inp.reader_schema is not None:
+        return _Reader(avsc.read_avsc(inp.reader_schema, f"{key}.reader_schema"),
+                       inp.reader_schema, subject, writers)
+    version, _, latest = versions[-1]
+    if latest.get("type") != "record":
+        raise ConfigError(f"{key}.subject: version {version} of {subject!r} is not an Avro "
+                          "record schema")
+    return _Reader(latest, f"subject {subject!r} version {version} (registry {registry.url})",
+                   subject, writers)
+
+
+def _reader(inp: InputSpec, key: str, registry: SchemaRegistry | None) -> _Reader:
+    if inp.format == CONFLUENT:
+        return _confluent_reader(inp, key, registry)
+    assert inp.schema_path is not None
+    return _Reader(avsc.read_avsc(inp.schema_path, f"{key}.schema"), inp.schema_path)
+
+
+def _plan(spec: Spec, index: int, stream: str, inp: InputSpec,
+          registry: SchemaRegistry | None = None) -> StreamPlan:
     key = f"inputs.{stream}"
-    path = inp.schema_path
-    schema = avsc.read_avsc(path, f"{key}.schema")
+    reader = _reader(inp, key, registry)
+    path, schema = reader.path, reader.schema
     fields = avsc.record_fields(schema)
     by_name = {f.name: f for f in fields}
     ev = _time_field(_lookup(by_name, inp.event_time, f"{key}.event_time", path, fields),
@@ -212,6 +281,7 @@ def _plan(spec: Spec, index: int, stream: str, inp: InputSpec) -> StreamPlan:
         event_time=ev, arrival_time=arrival, id_field=id_field, id_nullable=id_nullable,
         attributes=tuple(attrs), payload=_payload_fields(spec, stream, fields, path),
         fields=tuple((f.name, f.base, f.nullable) for f in fields),
+        subject=reader.subject, writers=reader.writers,
     )
 
 
@@ -240,13 +310,15 @@ def own_stream(spec: Spec, index: int, stream: str, schemas_dir: Path,
 
 
 def resolve_inputs(spec: Spec, schemas_dir: Path, *, prefix: str | None = None,
-                   workload: str | None = None) -> InputPlan:
+                   workload: str | None = None,
+                   registry: SchemaRegistry | None = None) -> InputPlan:
     """The spec's input plan (schema files read and checked) and result schema.
 
     Without ``[inputs]``: harvest's own topics of ``workload`` (default ``[job] workload``)
-    under ``prefix`` (default ``[job] topic_prefix``)."""
+    under ``prefix`` (default ``[job] topic_prefix``). ``registry``: where
+    ``avro-confluent`` inputs find their schemas."""
     if spec.inputs is not None:
-        streams = tuple(_plan(spec, i, s, spec.inputs[s])
+        streams = tuple(_plan(spec, i, s, spec.inputs[s], registry)
                         for i, s in enumerate(spec.join.streams))
     else:
         streams = tuple(
@@ -261,11 +333,43 @@ def resolve_inputs(spec: Spec, schemas_dir: Path, *, prefix: str | None = None,
                      output_format=spec.output.format, foreign=spec.inputs is not None)
 
 
+def uses_registry(spec: Spec) -> bool:
+    """Does the spec read or write the Confluent wire format (so needs a registry)?"""
+    inputs = spec.inputs.values() if spec.inputs is not None else ()
+    return spec.output.format == CONFLUENT or any(i.format == CONFLUENT for i in inputs)
+
+
+def spec_registry(spec: Spec, settings: Settings) -> SchemaRegistry | None:
+    """The settings' Schema Registry when the spec uses the Confluent format, else None."""
+    if not uses_registry(spec):
+        return None
+    return SchemaRegistry(RegistryOptions.from_settings(settings))
+
+
+def refresh_writers(plan: InputPlan, registry: SchemaRegistry,
+                    new_ids: frozenset[int]) -> InputPlan:
+    """``plan`` with the writers its ``avro-confluent`` subjects have now (the reader stays
+    the one the job started with); each of ``new_ids`` that is no version of a stream's
+    subject becomes a dead id of that stream: its records there go to the dead letters."""
+    streams = []
+    for s in plan.streams:
+        if s.format != CONFLUENT or s.subject is None:
+            streams.append(s)
+            continue
+        known = dict(s.writers)
+        for _, i, schema in _writers(registry, s.subject, f"inputs.{s.stream}.subject"):
+            known.setdefault(i, json.dumps(avsc.strip_logical(schema)))
+        streams.append(replace(s, writers=tuple(sorted(known.items())),
+                               dead_ids=s.dead_ids | (new_ids - known.keys())))
+    return replace(plan, streams=tuple(streams))
+
+
 def topic_prefix(spec: Spec, default: str) -> str:
     """``[job] topic_prefix`` if set, else ``default`` (``HARVEST_TOPIC_PREFIX``)."""
     return spec.job.topic_prefix if spec.job.topic_prefix != "harvest" else default
 
 
-def output_schema(spec: Spec, schemas_dir: Path) -> dict[str, Any]:
+def output_schema(spec: Spec, schemas_dir: Path, registry: SchemaRegistry | None = None
+                  ) -> dict[str, Any]:
     """The schema of the spec's results (``harvest schema --spec``)."""
-    return resolve_inputs(spec, schemas_dir).output_schema
+    return resolve_inputs(spec, schemas_dir, registry=registry).output_schema

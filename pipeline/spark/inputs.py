@@ -35,12 +35,17 @@ from pyspark.sql.types import (
 )
 
 from connectors.io.avsc import expand, strip_logical
+from connectors.io.confluent import FORMAT as CONFLUENT
+from connectors.io.confluent import HEADER_LEN as CONFLUENT_HEADER_LEN
 from pipeline.runtime.inputs import InputPlan, StreamPlan, TimeField
 from pipeline.spark.decode import avro_kind, nonfinite_reason
 from pipeline.spec.inputs import PARTITION_SHIFT
 
 HEADER_LEN = 10
 MAGIC = b"\xc3\x01"
+#: the text of the error that fails a micro-batch holding a schema id the plan does not
+#: know yet (the job restarts with the registry re-read: :mod:`pipeline.spark.submit`)
+NEW_SCHEMA_ID = "harvest: new schema id "
 _PRIMITIVE: dict[str, DataType] = {
     "boolean": BooleanType(), "int": IntegerType(), "long": LongType(), "float": FloatType(),
     "double": DoubleType(), "bytes": BinaryType(), "string": StringType(),
@@ -141,6 +146,8 @@ class _Stream:
             schema = spark_type(json.loads(p.decode_json))
             assert isinstance(schema, StructType)
             rec = sf.when(mine, sf.from_json(sf.col("_text"), schema, {"mode": "PERMISSIVE"}))
+        elif p.format == CONFLUENT:
+            rec = _confluent_record(p, mine)
         else:
             ok = mine
             if p.format == "avro":
@@ -181,20 +188,19 @@ class _Stream:
                     sf.lower(sf.hex(sf.substring(raw, 3, 8))),
                     sf.lit(f" (expected {p.fingerprint.hex()} = {p.schema_name})"))),
             ]
+        if p.format == CONFLUENT:
+            out += _confluent_reasons(p)
         if p.format == "json":
             out.append((sf.json_object_keys(sf.col("_text")).isNull(),
                         sf.lit("not a JSON object")))
         else:
             canon = sf.col(f"_canon{p.index}")
             size = sf.length(_body(p))
-            out += [
-                (canon.isNull(), sf.format_string(
-                    f"undecodable {p.format} body of %d bytes (truncated or corrupt Avro, "
-                    f"schema {p.schema_name})", size)),
-                (size != sf.length(canon), sf.format_string(
+            out.append((canon.isNull(), _undecodable(p, size)))
+            if p.format != CONFLUENT:  # its readers ignore bytes after the record
+                out.append((size != sf.length(canon), sf.format_string(
                     f"%d trailing bytes after a {p.schema_name} record of %d bytes",
-                    size - sf.length(canon), sf.length(canon))),
-            ]
+                    size - sf.length(canon), sf.length(canon))))
         out += self._value_checks(p.event_time.field, p.event_time.key)
         out += self._time_checks(p.event_time, event=True)
         if p.arrival_time is not None:
@@ -242,6 +248,14 @@ class _Stream:
         return out
 
 
+def _undecodable(p: StreamPlan, size: Column) -> Column:
+    if p.format == CONFLUENT:
+        return sf.format_string(f"undecodable body of %d bytes for schema id %d (subject "
+                                f"{p.subject!r}, read as {p.schema_name})", size, schema_id())
+    return sf.format_string(f"undecodable {p.format} body of %d bytes (truncated or corrupt "
+                            f"Avro, schema {p.schema_name})", size)
+
+
 def _bin(data: bytes) -> Column:
     return sf.lit(bytearray(data))
 
@@ -251,7 +265,58 @@ def _header_ok() -> Column:
     return (sf.length(value) >= HEADER_LEN) & (sf.substring(value, 1, 2) == _bin(MAGIC))
 
 
+def schema_id() -> Column:
+    """The Confluent header's schema id (bytes 2-5, big-endian)."""
+    return sf.conv(sf.hex(sf.substring(sf.col("value"), 2, 4)), 16, 10).cast("long")
+
+
+def _magic_ok() -> Column:
+    value = sf.col("value")
+    return (sf.length(value) >= CONFLUENT_HEADER_LEN) & (
+        sf.substring(value, 1, 1) == _bin(b"\x00"))
+
+
+def _confluent_record(p: StreamPlan, mine: Column) -> Column:
+    """One ``from_avro`` branch per writer id of the plan, each resolving its writer into
+    the reader schema (``avroSchema``: Avro 1.12 "Schema Resolution", defaults filled)."""
+    ok = mine & _magic_ok()
+    rec: Column | None = None
+    for schema_id_, writer in p.writers:
+        branch = from_avro(_body(p), writer, {"avroSchema": p.decode_json,
+                                              "mode": "PERMISSIVE"})
+        cond = ok & (schema_id() == schema_id_)
+        rec = sf.when(cond, branch) if rec is None else rec.when(cond, branch)
+    if rec is None:  # a subject without versions cannot be planned; keep the type anyway
+        rec = sf.when(sf.lit(False), from_avro(_body(p), p.decode_json, {"mode": "PERMISSIVE"}))
+    return rec
+
+
+def _confluent_reasons(p: StreamPlan) -> list[tuple[Column, Column]]:
+    """Bad magic byte, unknown schema id (one the registry did not have at the last
+    re-read), and a schema id the plan does not know yet: that one fails the batch
+    (``raise_error``), so the supervised job restarts with the registry re-read."""
+    raw, sid = sf.col("value"), schema_id()
+    known = sf.lit(False)
+    if p.writers:
+        known = sid.isin([i for i, _ in p.writers])
+    dead = sid.isin(sorted(p.dead_ids)) if p.dead_ids else sf.lit(False)
+    return [
+        (sf.length(raw) < CONFLUENT_HEADER_LEN, sf.format_string(
+            f"bad magic byte: short record of %d bytes < {CONFLUENT_HEADER_LEN}-byte "
+            "Confluent header", sf.length(raw))),
+        (~_magic_ok(), sf.concat(sf.lit("bad magic byte 0x"), sf.lower(sf.hex(
+            sf.substring(raw, 1, 1))), sf.lit(" (expected 0x00, the Confluent wire format)"))),
+        (dead, sf.format_string(f"unknown schema id %d (not a version of subject "
+                                f"{p.subject!r} in the registry)", sid)),
+        (~known, sf.raise_error(sf.format_string(
+            f"{NEW_SCHEMA_ID}%d (topic {p.topic}, subject {p.subject})", sid)).cast("string")),
+    ]
+
+
 def _body(p: StreamPlan) -> Column:
+    if p.format == CONFLUENT:
+        return sf.expr(f"substring(value, {CONFLUENT_HEADER_LEN + 1}, "
+                       f"length(value) - {CONFLUENT_HEADER_LEN})")
     if p.format == "avro":
         return sf.expr(f"substring(value, {HEADER_LEN + 1}, length(value) - {HEADER_LEN})")
     return sf.col("value")

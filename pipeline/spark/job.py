@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from connectors.io.confluent import wire_header
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import input_topic, schema_for, validate_topic
 from pipeline.diffusion.routing import RouterConfig
@@ -85,6 +86,9 @@ class JobConfig:
     plan: InputPlan | None = None
     #: librdkafka security settings of the driver's own clients (the exactly-once sink)
     driver_client_config: Mapping[str, str] = field(default_factory=dict)
+    #: ``[output] format = "avro-confluent"``: the registry ids of the result, metrics
+    #: and dead-letter schemas (their records carry the Confluent header)
+    output_ids: tuple[int, int, int] | None = None
 
     @property
     def foreign(self) -> bool:
@@ -151,8 +155,22 @@ def _instance_config(cfg: JobConfig, attributes: tuple[str, ...]) -> InstanceCon
         offset_ids=offset_ids, topics=cfg.input_topics)
 
 
-def _single_object(serde: AvroSerde, name: str) -> SingleObject:
-    return SingleObject(serde.header(name), serde.schema_json(name))
+def _single_object(serde: AvroSerde, name: str, schema_id: int | None = None
+                   ) -> SingleObject:
+    """How records of ``name`` are written: single-object, or with the Confluent header
+    of ``schema_id``."""
+    header = serde.header(name) if schema_id is None else wire_header(schema_id)
+    return SingleObject(header, serde.schema_json(name))
+
+
+def _output_records(cfg: JobConfig, serde: AvroSerde
+                    ) -> tuple[SingleObject, SingleObject, SingleObject]:
+    """The result, metrics and dead-letter records' headers and schemas."""
+    ids: tuple[int | None, ...] = cfg.output_ids or (None, None, None)
+    names = ("join_result", "operator_metrics", "dead_letter")
+    result, metrics, dead = (_single_object(serde, n, i) for n, i in zip(names, ids,
+                                                                          strict=True))
+    return result, metrics, dead
 
 
 def exactly_once_config(cfg: JobConfig) -> ExactlyOnceConfig:
@@ -222,11 +240,7 @@ def _join_stages(cfg: JobConfig, serde: AvroSerde, dcfg: DecodeConfig | None) ->
         route=RouteConfig(RouterConfig.from_spec(cfg.spec), cfg.checkpoint),
         join=ProcessorConfig(icfg, idle_flush_ms=cfg.idle_flush_ms,
                              run_token=uuid.uuid4().hex),
-        encode=EncodeConfig(
-            topics=cfg.output_topics, plan=cfg.plan,
-            result=_single_object(serde, "join_result"),
-            metrics=_single_object(serde, "operator_metrics"),
-            dead_letter=_single_object(serde, "dead_letter")),
+        encode=EncodeConfig(cfg.output_topics, cfg.plan, *_output_records(cfg, serde)),
     )
 
 
@@ -251,7 +265,7 @@ def job_stages(cfg: JobConfig, serde: AvroSerde,
         read=ReadConfig(cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
                         cfg.client_options),
         decode=DecodeStage(dcfg, cfg.plan),
-        validate=_single_object(serde, "dead_letter"),
+        validate=_output_records(cfg, serde)[2],
         passthrough=(_passthrough_config(cfg, serde, dcfg)
                      if dcfg is not None and own_passthrough else None),
         join=None if own_passthrough else _join_stages(cfg, serde, dcfg),

@@ -16,6 +16,7 @@ from pyspark.sql import functions as sf
 from pyspark.sql.avro.functions import to_avro
 
 from connectors.io.avsc import fingerprint, strip_logical
+from connectors.io.confluent import FORMAT as CONFLUENT
 from connectors.io.serde import MAGIC
 from pipeline.runtime.inputs import InputPlan
 
@@ -42,9 +43,11 @@ def result_struct() -> Column:
     )
 
 
-def result_value(plan: InputPlan, base_schema_json: str) -> Column:
+def result_value(plan: InputPlan, base_schema_json: str, confluent_header: bytes = b""
+                 ) -> Column:
     """A result row's Kafka value: single-object Avro under the generated result schema
-    (``join_result`` itself without payload), or UTF-8 JSON text."""
+    (``join_result`` itself without payload), the Confluent wire format
+    (``confluent_header``: the generated schema's registry id), or UTF-8 JSON text."""
     record = result_struct()
     payload = sf.col("payload")
     if plan.output_format == "json":
@@ -53,6 +56,8 @@ def result_value(plan: InputPlan, base_schema_json: str) -> Column:
                             payload.cast("string"), sf.lit("}"))
         return sf.when(payload.isNull(), text).otherwise(spliced).cast("binary")
     header = MAGIC + fingerprint(strip_logical(plan.output_schema))
+    if plan.output_format == CONFLUENT:
+        header = confluent_header
     body = to_avro(record, base_schema_json)
     return sf.concat(sf.lit(bytearray(header)), body,
                      sf.coalesce(payload, sf.lit(bytearray(b""))))

@@ -207,8 +207,9 @@ def joined(rows: DataFrame, cfg: ProcessorConfig) -> DataFrame:
 class EncodeConfig:
     """The output topics ``(results, metrics, deadletter)`` and how each kind of row is
     written: results under the job's result schema (``plan``: format and generated
-    schema; ``result`` is ``join_result``'s), metrics as ``operator_metrics``, dead
-    letters as ``dead_letter``."""
+    schema; ``result`` is ``join_result``'s schema, with the Confluent header when the
+    output format is ``avro-confluent``), metrics as ``operator_metrics``, dead letters
+    as ``dead_letter``."""
 
     topics: tuple[str, str, str]
     plan: InputPlan
@@ -236,7 +237,8 @@ def encoded(out: DataFrame, cfg: EncodeConfig) -> DataFrame:
     kind = sf.col("kind")
     is_result = kind == "result"
     value: Column = (
-        sf.when(is_result, result_value(cfg.plan, cfg.result.schema_json))
+        sf.when(is_result, result_value(cfg.plan, cfg.result.schema_json,
+                                         cfg.result.header))
         .when(kind == "metric", single_object(_metric_record(), cfg.metrics.header,
                                               cfg.metrics.schema_json))
         .otherwise(sf.coalesce(sf.col("dl_value"), rejected_value(

@@ -8,7 +8,9 @@ Progress is logged every ``log_every_s`` seconds (batches, input rows, outputs b
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,12 +23,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from connectors.io.admin import ensure_topics, list_topic_names
+from connectors.io.confluent import FORMAT as CONFLUENT
+from connectors.io.registry_client import SchemaRegistry, value_subject
 from connectors.io.serde import AvroSerde
 from pipeline.core.errors import ConfigError, JobFailedError, KafkaUnavailableError, TopicError
 from pipeline.core.logging import get_logger
 from pipeline.core.secrets import ClientOptions, scrub
 from pipeline.core.settings import Settings
-from pipeline.runtime.inputs import resolve_inputs
+from pipeline.runtime.inputs import refresh_writers, resolve_inputs, spec_registry
+from pipeline.spark.inputs import NEW_SCHEMA_ID
 from pipeline.spark.job import JobConfig, Mode, start_job
 from pipeline.spec.model import Spec
 
@@ -139,10 +144,29 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
         idle_flush_ms=spec.job.idle_flush_ms,
         # the spec against its schema files: a ConfigError naming the key (exit 2)
         plan=resolve_inputs(spec, settings.schemas_dir, prefix=prefix,
-                            workload=resolved_workload),
+                            workload=resolved_workload,
+                            registry=spec_registry(spec, settings)),
     )
     _ = cfg.input_topics, cfg.output_topics  # ConfigError naming a bad prefix or workload
+    if spec.output.format == CONFLUENT:
+        registry = spec_registry(spec, settings)
+        assert registry is not None
+        cfg = dataclasses.replace(cfg, output_ids=register_outputs(cfg, registry, settings))
     return cfg
+
+
+def register_outputs(cfg: JobConfig, registry: SchemaRegistry, settings: Settings
+                     ) -> tuple[int, int, int]:
+    """``[output] format = "avro-confluent"``: the result, ``operator_metrics`` and
+    ``dead_letter`` schemas registered under ``<topic>-value`` of the results, metrics
+    and dead-letter topics; their schema ids."""
+    assert cfg.plan is not None
+    serde = AvroSerde.from_dir(settings.schemas_dir)
+    schemas = (cfg.plan.output_schema_json, serde.schema_json("operator_metrics"),
+               serde.schema_json("dead_letter"))
+    results, metrics, dead = (registry.register(value_subject(topic), schema)
+                              for topic, schema in zip(cfg.output_topics, schemas, strict=True))
+    return results, metrics, dead
 
 
 def check_until_idle(cfg: JobConfig, until_idle_s: float | None) -> None:
@@ -342,11 +366,58 @@ def supervise(run_once: Callable[[], JobReport], max_restarts: int, *,
         return total
 
 
+def new_schema_ids(failure: str) -> frozenset[int]:
+    """The schema ids a failed query's error names as new (``avro-confluent`` inputs).
+
+    >>> sorted(new_schema_ids("... harvest: new schema id 7 (topic t, subject t-value)"))
+    [7]
+    """
+    return frozenset(int(m) for m in re.findall(re.escape(NEW_SCHEMA_ID) + r"(\d+)", failure))
+
+
+@dataclass
+class Evolving:
+    """The job's config as its schema ids evolve, and the ids already re-planned."""
+
+    cfg: JobConfig
+    planned: set[int] = field(default_factory=set)
+
+
+def submit_evolving(spark: SparkSession, state: Evolving, settings: Settings,
+                    until_idle_s: float | None) -> JobReport:
+    """:func:`submit`; a run that failed on schema ids its plan does not know restarts at
+    once from its checkpoint with the registry re-read (:func:`refresh_writers`): the ids
+    a subject has now decode, the others become dead letters. Such a planned restart does
+    not count against ``--max-restarts``; an id already re-planned failing again does."""
+    total = JobReport()
+    while True:
+        try:
+            report = submit(spark, state.cfg, settings, until_idle_s)
+        except JobFailedError as exc:
+            ids = new_schema_ids(str(exc)) - state.planned
+            registry = spec_registry(state.cfg.spec, settings)
+            partial = getattr(exc, "report", None)
+            if isinstance(partial, JobReport):
+                total.add(partial)
+            if not ids or registry is None or state.cfg.plan is None:
+                exc.report = total  # type: ignore[attr-defined]  # every run's (supervise)
+                raise
+            state.planned |= ids
+            state.cfg = dataclasses.replace(
+                state.cfg, plan=refresh_writers(state.cfg.plan, registry, frozenset(ids)))
+            log.warning("job restart: new schema ids, registry re-read", ids=sorted(ids))
+            continue
+        total.add(report)
+        return total
+
+
 def submit_supervised(spark: SparkSession, cfg: JobConfig, settings: Settings,
                       until_idle_s: float | None, max_restarts: int) -> JobReport:
-    """:func:`submit` under :func:`supervise` (``harvest submit --max-restarts N``). A
-    restarted run's ``--until-idle`` clock starts with its first micro-batch."""
-    return supervise(lambda: submit(spark, cfg, settings, until_idle_s), max_restarts)
+    """:func:`submit_evolving` under :func:`supervise` (``harvest submit --max-restarts
+    N``). A restarted run's ``--until-idle`` clock starts with its first micro-batch."""
+    state = Evolving(cfg)
+    return supervise(lambda: submit_evolving(spark, state, settings, until_idle_s),
+                     max_restarts)
 
 
 def report_line(report: JobReport) -> str:

@@ -331,14 +331,16 @@ def parse_spec(data: dict[str, object]) -> Spec:
 
 
 def _anchor_schema_paths(data: dict[str, object], folder: Path) -> None:
-    """``[inputs.*] schema`` paths relative to the spec file's folder → absolute."""
+    """``[inputs.*] schema`` / ``reader_schema`` paths relative to the spec file's folder
+    → absolute."""
     inputs = data.get("inputs")
     if not isinstance(inputs, dict):
         return
     for table in inputs.values():
-        schema = table.get("schema") if isinstance(table, dict) else None
-        if isinstance(schema, str) and schema and not Path(schema).is_absolute():
-            table["schema"] = str(folder.absolute() / schema)
+        for key in ("schema", "reader_schema"):
+            path = table.get(key) if isinstance(table, dict) else None
+            if isinstance(path, str) and path and not Path(path).is_absolute():
+                table[key] = str(folder.absolute() / path)
 
 
 def load_spec(path: str | Path) -> Spec:

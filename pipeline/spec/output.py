@@ -26,7 +26,9 @@ class OutputSpec(BaseModel):
 
     topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
     payload: tuple[str, ...] = ()
-    format: Literal["avro", "json"] = "avro"
+    #: ``avro`` (single-object encoding), ``json``, or ``avro-confluent`` (the schemas
+    #: registered under ``<topic>-value`` of each output topic, the Confluent header)
+    format: Literal["avro", "json", "avro-confluent"] = "avro"
     metrics_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
     deadletter_topic: str | None = Field(default=None, pattern=TOPIC_PATTERN, max_length=249)
     #: ``at-least-once``: Spark's Kafka sink (a micro-batch replayed after a crash is
