@@ -25,7 +25,7 @@ def profile_instance(spec: Spec, sample: Sequence[Mapping[str, Any]], warm_secon
     """The phase profile of ``spec``'s instance over the records of ``sample`` with event
     time ≥ ``warm_seconds`` (the earlier ones pre-fill the windows). ``timer`` is both the
     profile's timer and the instance's wall clock (the wall budget's)."""
-    from pipeline.spark.instance import InstanceConfig, JoinInstance
+    from pipeline.runtime.instance import InstanceConfig, JoinInstance
 
     index = {s: i for i, s in enumerate(spec.join.streams)}
     attrs = sorted({k for r in sample for k in r} - set(HEADER))

@@ -172,17 +172,27 @@ def result_frame(results: list[JoinResult], instance: str, emit_ms: int,
                  members: MemberStore | None = None) -> pd.DataFrame:
     """Join results → output rows (``members`` as JSON with the Kafka coordinates,
     decoded again in Spark SQL; ``payload``: the members' payload bytes). A result whose
-    payload is incomplete is left out (the caller counts it)."""
-    rows = []
-    for r in results:
-        payload = members.payload_of(r) if members is not None else None
-        if members is not None and members.payload and payload is None:
-            continue
-        listed = members.members_json(r) if members is not None else r.to_json()["members"]
-        rows.append({"kind": "result", "instance": instance, "id": r.id,
-                     "result_time": r.result_time, "members": json.dumps(listed),
-                     "emit_time": emit_ms, "payload": payload})
-    return output_frame(rows) if rows else output_frame([]).iloc[0:0]
+    payload is incomplete is left out (the caller counts it). Built column by column."""
+    if members is not None and members.payload:
+        payloads = [members.payload_of(r) for r in results]
+        if any(p is None for p in payloads):
+            keep = [i for i, p in enumerate(payloads) if p is not None]
+            results = [results[i] for i in keep]
+            payloads = [payloads[i] for i in keep]
+    else:
+        payloads = [None] * len(results)
+    if not results:
+        return output_frame([]).iloc[0:0]
+    texts = (members.members_texts(results) if members is not None
+             else [json.dumps(r.to_json()["members"]) for r in results])
+    n = len(results)
+    columns: dict[str, Any] = dict.fromkeys(OUTPUT_COLUMNS)
+    columns.update({"kind": ["result"] * n, "instance": [instance] * n,
+                    "id": [r.id for r in results],
+                    "result_time": [r.result_time for r in results], "members": texts,
+                    "emit_time": [emit_ms] * n, "payload": payloads})
+    return pd.DataFrame({c: columns[c] if columns[c] is not None else [None] * n
+                         for c in OUTPUT_COLUMNS})
 
 
 def dead_letter_rows(rows: pd.DataFrame, rejected: Sequence[Rejected], instance: str,

@@ -19,6 +19,7 @@ binary encoding is its fields' encodings one after the other; JSON: a comma).
 from __future__ import annotations
 
 import itertools
+import json
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -104,6 +105,24 @@ class MemberStore:
             partition, offset = self.coordinates(k, m.seq)
             out.append({"stream": m.stream, "seq": m.seq, "event_time": m.event_time,
                         "partition": partition, "offset": offset})
+        return out
+
+    def members_texts(self, results: Sequence[JoinResult]) -> list[str]:
+        """:meth:`members_json` of each result as JSON text (``json.dumps`` of it, byte
+        for byte), formatted directly: the per-result dicts and the encoder cost ~10 µs a
+        result, as much as the rest of an admitted tuple's unsheddable work (issue 28)."""
+        names: dict[str, str] = {}
+        out = []
+        for r in results:
+            parts = []
+            for k, m in enumerate(r.members):
+                name = names.get(m.stream)
+                if name is None:
+                    name = names[m.stream] = json.dumps(m.stream)
+                partition, offset = self.coordinates(k, m.seq)
+                parts.append(f'{{"stream": {name}, "seq": {m.seq}, "event_time": '
+                             f'{m.event_time}, "partition": {partition}, "offset": {offset}}}')
+            out.append("[" + ", ".join(parts) + "]")
         return out
 
     def payload_of(self, result: JoinResult) -> bytes | None:
