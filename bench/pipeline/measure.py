@@ -70,6 +70,8 @@ class RunMeasure:
     jvm_rows: int | None = None
     #: the instances' phase profile (:func:`bench.pipeline.profile.python_profile`)
     python_profile: dict[str, Any] | None = None
+    #: input records dropped at the source as stale (``[job] max_staleness_ms``)
+    stale: int | None = None
 
     def row(self) -> dict[str, Any]:
         """The JSON row (the contract fields first)."""
@@ -87,7 +89,7 @@ class RunMeasure:
             "topic_prefix": self.topic_prefix, "steady_from_s": self.steady_from_s,
             "timeline": self.timeline, "load": self.load, "window_s": self.window_s,
             "jvm_ms": self.jvm_ms, "jvm_rows": self.jvm_rows,
-            "python_profile": self.python_profile,
+            "python_profile": self.python_profile, "stale": self.stale,
         }
 
 

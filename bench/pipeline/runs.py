@@ -83,7 +83,7 @@ def run_case(case: Case, spark: Any, settings: Settings, workdir: Path, speedup:
     m = measure_case(case, prefix, settings, workdir, speedup, wall=wall,
                      batch_ms=report.batch_ms, stopped=report.stopped)
     return replace(m, jvm_ms={k: float(sum(v)) for k, v in report.phase_ms.items()},
-                   jvm_rows=report.input_rows)
+                   jvm_rows=report.input_rows, stale=report.stale)
 
 
 def measure_case(case: Case, prefix: str, settings: Settings, workdir: Path, speedup: float,

@@ -24,6 +24,9 @@ SPEEDUP = 1.0
 SEED = 11
 #: the demo's trigger: Spark spends ~2 s per micro-batch whatever its size
 TRIGGER_MS = 8000
+#: ``[job] max_staleness_ms`` of every shedding method (1.5 triggers: a record waits at
+#: most one trigger plus a batch while the job keeps up, so nothing is dropped then)
+STALENESS_MS = 12_000
 #: the soak's (and the previous sweep's) sensor window and band width: a 60 s window makes
 #: scanning — what GrubJoin sheds — the larger part at the capacity rate; ε is small
 #: because results grow as r³·w²·ε²
@@ -101,13 +104,16 @@ class SweepWorkload:
                                     **self.overrides.get("shedding", {})}
         if method == "randomdrop-static":
             shedding["warmup_ms"] = STATIC_WARMUP_MS
+        job: dict[str, Any] = {"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP,
+                               "shuffle_partitions": 1, "budget": "wall"}
+        # every shedding method gets the same source bound; off stays exact
+        job["max_staleness_ms"] = None if method == "off" else STALENESS_MS
         return with_overrides(
             load_spec(Path(settings.examples_dir) / "specs" / self.spec_file),
             join={"window_ms": self.window_ms, "epsilon": self.epsilon},
             shedding=shedding,
             disorder=self.overrides.get("disorder", {}),
-            job={"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP,
-                 "shuffle_partitions": 1, "budget": "wall"},
+            job=job,
         )
 
     def produce_args(self, duration_s: float) -> tuple[str, ...]:
@@ -206,7 +212,8 @@ def sensor_spec(method: str, settings: Settings) -> Spec:
         load_spec(settings.demo_spec),
         join={"window_ms": WINDOW_MS, "epsilon": EPSILON},
         shedding=shedding,
-        job={"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP},
+        job={"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP,
+             "max_staleness_ms": None if method == "off" else STALENESS_MS},
     )
 
 

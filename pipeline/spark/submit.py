@@ -47,6 +47,8 @@ class JobReport:
     results: int = 0
     metrics: int = 0
     deadletters: int = 0
+    #: records dropped at the source as stale (``[job] max_staleness_ms``)
+    stale: int = 0
     seconds: float = 0.0
     stopped: str = "running"
     #: wall milliseconds of each micro-batch that read input (``triggerExecution``)
@@ -64,6 +66,7 @@ class JobReport:
         self.results += other.results
         self.metrics += other.metrics
         self.deadletters += other.deadletters
+        self.stale += other.stale
         self.seconds = round(self.seconds + other.seconds, 2)
         self.stopped = other.stopped
         self.batch_ms += other.batch_ms
@@ -209,6 +212,8 @@ class ProgressWatch:
                 r.results += int(out["results"])
                 r.metrics += int(out["metrics"])
                 r.deadletters += int(out["deadletters"])
+            source: Mapping[str, Any] = p.observedMetrics.get("source") or {}
+            r.stale += int(source.get("stale") or 0)
             ts = _ts_ms(p.timestamp)
             self.last_batch_ms = max(self.last_batch_ms or ts, ts)
             if int(p.numInputRows) > 0:

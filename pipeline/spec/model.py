@@ -206,9 +206,22 @@ class JobSpec(BaseModel):
     shuffle_partitions: int | None = Field(default=None, ge=1)
     mode: Literal["join", "passthrough"] = "join"
     idle_flush_ms: int = Field(default=3_000, gt=0)
+    #: bounded staleness at the source: a micro-batch drops, before decoding, every record
+    #: whose Kafka timestamp is more than this older than the batch (ARCHITECTURE §5);
+    #: None = keep everything. Must exceed ``trigger_ms``
+    max_staleness_ms: int | None = Field(default=None, gt=0)
     #: time each instance's micro-batch phases; the metrics rows' ``extra`` then carries
     #: ``profile_us_<phase>`` per admitted tuple (ARCHITECTURE §5)
     profile: bool = False
+
+    @model_validator(mode="after")
+    def _check_staleness(self) -> JobSpec:
+        bound = self.max_staleness_ms
+        if bound is not None and bound <= self.trigger_ms:
+            raise ValueError(
+                f"job.max_staleness_ms: must exceed job.trigger_ms = {self.trigger_ms} (a "
+                f"record read one trigger after it was written is not stale), got {bound}")
+        return self
 
     @property
     def partitions(self) -> int:

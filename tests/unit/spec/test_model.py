@@ -67,6 +67,9 @@ def test_per_stream_windows() -> None:
         ({"join": BASE, "shedding": {"boost": 0.5}}, "shedding.boost"),
         ({"join": BASE, "job": {"routing": "hash"}}, "'hash' routing needs an equi-join"),
         ({"join": BASE, "job": {"groups": 0}}, "job.groups"),
+        ({"join": BASE, "job": {"trigger_ms": 8000, "max_staleness_ms": 8000}},
+         "job.max_staleness_ms: must exceed job.trigger_ms = 8000"),
+        ({"join": BASE, "job": {"max_staleness_ms": 0}}, "max_staleness_ms"),
     ],
 )
 def test_bad_specs_name_the_key(data: dict[str, object], needle: str) -> None:

@@ -251,7 +251,12 @@ def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
         if joint_cost(model, a, full_counts, 1.0) <= budget:
             cands.append((full_counts, 1.0, a))
             break  # the full join fits: a lower a only loses output
+    tried: set[bytes] = set()
     for counts, _, _ in cands:
+        key = counts.tobytes()
+        if key in tried:  # the same harvest found at several levels: a_max is the same
+            continue
+        tried.add(key)
         a_max, share = _best_admission(model, counts, budget)
         if share <= 0.0:
             continue
