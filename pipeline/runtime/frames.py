@@ -160,6 +160,27 @@ def output_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return out[list(OUTPUT_COLUMNS)]
 
 
+#: most rows of one output frame: Spark reads each frame the processor yields as one Arrow
+#: record batch, and one batch of a drain's results (millions of rows) overran the JVM's
+#: Arrow allocator (issue 29); Spark's own input batches default to 10,000 rows
+MAX_OUTPUT_ROWS = 10_000
+
+
+def bounded(frames: Sequence[pd.DataFrame], max_rows: int = MAX_OUTPUT_ROWS
+            ) -> list[pd.DataFrame]:
+    """``frames`` cut into consecutive slices of at most ``max_rows`` rows (same rows, same
+    order; empty frames dropped)."""
+    out: list[pd.DataFrame] = []
+    for f in frames:
+        n = len(f)
+        if n <= max_rows:
+            if n:
+                out.append(f)
+            continue
+        out += [f.iloc[i:i + max_rows] for i in range(0, n, max_rows)]
+    return out
+
+
 def dead_letter_frame(rows: pd.DataFrame) -> pd.DataFrame:
     """Rejected input rows (routed to :data:`DEADLETTER_KEY`) → ``kind=deadletter`` rows."""
     out = output_frame([{"kind": "deadletter"}] * len(rows))

@@ -54,7 +54,7 @@ from pipeline.core.errors import OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.placement import instance_of
-from pipeline.runtime.frames import DEADLETTER_KEY, dead_letter_frame
+from pipeline.runtime.frames import DEADLETTER_KEY, bounded, dead_letter_frame
 from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.runtime.persistence import PieceKey
 
@@ -250,7 +250,7 @@ class JoinProcessor(StatefulProcessor):
             return
         if int(key[0]) == DEADLETTER_KEY:  # rejected input: no state, no timer
             for f in frames:
-                yield dead_letter_frame(f)
+                yield from bounded([dead_letter_frame(f)])
             return
         route_key = self._instance(key)
         t0 = time.perf_counter()
@@ -273,7 +273,7 @@ class JoinProcessor(StatefulProcessor):
                  save_s=round(time.perf_counter() - t2, 3),
                  written_mb=round(saved.bytes_written / 1e6, 3),
                  pieces_written=saved.pieces_written, pieces_removed=saved.pieces_removed)
-        yield from out
+        yield from bounded(out)
 
     def handleExpiredTimer(  # noqa: N802 - Spark API name
         self, key: Any, timerValues: TimerValues,
@@ -292,7 +292,7 @@ class JoinProcessor(StatefulProcessor):
         out = inst.flush()
         inst.meta["flush_timer"] = False
         self._save(inst, version)
-        yield from out
+        yield from bounded(out)
 
     def close(self) -> None:
         return None

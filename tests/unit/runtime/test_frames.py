@@ -134,3 +134,18 @@ def test_result_frame_equals_row_by_row(rows: list[tuple[int, ...]], offset_ids:
     got = result_frame(results, "7", 5, store)
     pd.testing.assert_frame_equal(got.reset_index(drop=True),
                                   _result_frame_by_row(results, store).reset_index(drop=True))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=6), st.integers(1, 12))
+def test_bounded_frames_keep_every_row_in_order(sizes: list[int], max_rows: int) -> None:
+    """Output frames cut to at most ``max_rows`` rows: the same rows in the same order."""
+    from pipeline.runtime.frames import bounded
+
+    start = np.cumsum([0, *sizes])
+    frames = [pd.DataFrame({"id": np.arange(a, a + n)}) for a, n in zip(start, sizes,
+                                                                       strict=False)]
+    out = bounded(frames, max_rows)
+    assert all(0 < len(f) <= max_rows for f in out)
+    got = np.concatenate([f["id"].to_numpy() for f in out]) if out else np.empty(0)
+    assert got.tolist() == list(range(sum(sizes)))
