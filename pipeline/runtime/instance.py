@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pipeline.core.gcpause import gc_paused
@@ -327,11 +328,14 @@ class JoinInstance:
     # ------------------------------------------------------------------ output
     def _owned(self, results: list[JoinResult]) -> list[JoinResult]:
         """Gu et al. §2 guard: keep results whose master member this instance owns."""
-        if self.router.config.mode != "atr":
-            return results
-        master = self.router.config.master
-        return [r for r in results if self.router.owns(self.route_key,
-                                                       r.members[master].event_time)]
+        cfg = self.router.config
+        if cfg.mode != "atr" or cfg.groups == 1 or not results:
+            return results  # one instance owns every segment
+        master = cfg.master
+        ts = np.fromiter((r.members[master].event_time for r in results), np.int64,
+                         len(results))
+        mine = (ts // cfg.segment_ms) % cfg.groups == self.route_key  # Router.owns
+        return [r for r, keep in zip(results, mine.tolist(), strict=True) if keep]
 
     def _output(self, results: list[JoinResult]) -> list[pd.DataFrame]:
         frames: list[pd.DataFrame] = []
