@@ -212,8 +212,9 @@ class ProgressWatch:
                 r.results += int(out["results"])
                 r.metrics += int(out["metrics"])
                 r.deadletters += int(out["deadletters"])
-            source: Mapping[str, Any] = p.observedMetrics.get("source") or {}
-            r.stale += int(source.get("stale") or 0)
+            source = p.observedMetrics.get("source")  # a Row: no .get
+            if source is not None:
+                r.stale += int(source["stale"])
             ts = _ts_ms(p.timestamp)
             self.last_batch_ms = max(self.last_batch_ms or ts, ts)
             if int(p.numInputRows) > 0:

@@ -104,6 +104,28 @@ def test_progress_watch_counts_each_batch_once_and_detects_the_flush() -> None:
     assert (report.batches, report.results, report.metrics) == (3, 10, 2)
 
 
+class _Row:
+    """Like a pyspark Row of observed metrics: indexable, but without ``get``."""
+
+    def __init__(self, **values: int) -> None:
+        self._values = values
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[name]
+
+
+def test_progress_watch_sums_stale_source_records() -> None:
+    report = JobReport()
+    w = ProgressWatch(report)
+    w.update([Progress(0, 90, "2026-01-01T00:00:00.000Z", 10,
+                       {"source": _Row(records=100, stale=10)}),
+              Progress(1, 5, "2026-01-01T00:00:01.000Z", 10,
+                       {"source": _Row(records=8, stale=3)}),
+              Progress(2, 5, "2026-01-01T00:00:02.000Z", 10, {})])  # no source metrics
+    assert (report.input_rows, report.stale) == (100, 13)
+    assert report.to_json()["stale"] == 13
+
+
 def test_report_summarizes_spark_phase_times_of_batches_with_input() -> None:
     report = JobReport()
     w = ProgressWatch(report)
