@@ -102,6 +102,8 @@ class DisorderConfig:
     granularity_ms: int = 10
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
+    #: quality mode: delays per second per stream the statistics see (0: all)
+    stat_rate: float = 1_000.0
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark
     #: instance): how far ahead of / behind its stream's clock a tuple may be (None: the
     #: largest window + the largest K, ``validator.default_max_late_ms``)

@@ -101,6 +101,9 @@ class DisorderSpec(BaseModel):
     granularity_ms: int = Field(default=10, gt=0)
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: Literal["max", "mean"] = "mean"
+    #: quality mode: at most this many delays per second of each stream feed the delay
+    #: statistics (every k-th arrival, k from the last interval's rate); 0 = every one
+    stat_rate: float = Field(default=1_000.0, ge=0.0)
     #: input validation (ours): a tuple whose event or arrival time is this far ahead of
     #: its stream's clock (stream time, not the wall clock) goes to the dead letters
     max_future_ms: int = Field(default=60_000, gt=0)

@@ -275,7 +275,7 @@ class ModelArrays:
     def direction_terms(self, counts: IntArray) -> tuple[FloatArray, FloatArray]:
         """Per-direction (λ_i C_i, λ_i N_{i,m}) for counts of shape (..., m, m−1)."""
         k = np.asarray(counts, dtype=np.int64)
-        m = self.lam.shape[0]
+        m = self.sel.shape[0]  # lam may carry leading axes (admission's grid of scalings)
         rows = np.arange(m)[:, None]
         cols = np.arange(m - 1)[None, :]
         p = self.ytab[rows, cols, k]

@@ -156,3 +156,70 @@ def test_bad_construction_is_named() -> None:
 def test_unknown_stream_index_is_named(stream: int) -> None:
     with pytest.raises(OperatorInputError, match=rf"in 0\.\.1, got {stream}"):
         StatisticsManager(2, 10).observe(stream, 100, 5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 400)), min_size=1, max_size=300),
+       st.integers(1, 5), st.lists(st.integers(1, 40), min_size=1, max_size=8))
+def test_sampled_statistics_equal_brute_force_and_the_tuple_path(
+        arrivals: list[tuple[int, int]], stride: int, chunks: list[int]) -> None:
+    """With a stride k, arrival number c of a stream is observed iff c % k == 0: the
+    histogram equals a brute-force count of those delays, ADWIN's window is within it, the
+    rate counts every arrival, and the batch path equals the tuple path, in any chunks."""
+    one, many = StatisticsManager(2, 10), StatisticsManager(2, 10)
+    for mgr in (one, many):
+        for s in mgr.streams:
+            s.stride = stride
+    ts = np.arange(len(arrivals), dtype=np.int64) * 7
+    streams = np.array([a[0] for a in arrivals], np.int64)
+    delays = np.array([a[1] for a in arrivals], np.int64)
+    for i in range(len(arrivals)):
+        one.observe(int(streams[i]), int(ts[i]), int(delays[i]))
+    start, k = 0, 0
+    while start < len(arrivals):
+        end = start + chunks[k % len(chunks)]
+        many.observe_many(streams[start:end], ts[start:end], delays[start:end])
+        start, k = end, k + 1
+    assert one.snapshot() == many.snapshot()
+    for s in (0, 1):
+        mine = delays[streams == s]
+        sampled = mine[::stride]
+        st_ = many.streams[s]
+        assert st_.arrivals == mine.shape[0]
+        assert st_.width <= sampled.shape[0]
+        if st_.width == sampled.shape[0]:  # ADWIN dropped nothing: the whole sample
+            expect = np.bincount([delay_bin(int(d), 10) for d in sampled])
+            assert np.allclose(st_.pdf(), expect / expect.sum())
+
+
+def test_roll_sets_the_stride_from_the_rate() -> None:
+    mgr = StatisticsManager(2, 10, max_rate=100.0)
+    mgr.observe_many(np.array([0] * 450 + [1] * 90, np.int64), np.arange(540, dtype=np.int64),
+                     np.zeros(540, np.int64))
+    summary = mgr.roll(1_000)
+    assert summary.rates_per_s == (450.0, 90.0)
+    assert [s.stride for s in mgr.streams] == [5, 1]
+    assert [s.arrivals for s in mgr.streams] == [0, 0]
+    exact = StatisticsManager(2, 10)  # max_rate 0: every arrival, always
+    exact.observe_many(np.zeros(500, np.int64), np.arange(500, dtype=np.int64),
+                       np.zeros(500, np.int64))
+    exact.roll(1_000)
+    assert exact.streams[0].stride == 1
+    with pytest.raises(ConfigError, match="disorder.stat_rate"):
+        StatisticsManager(2, 10, max_rate=-1.0)
+
+
+def test_sampled_snapshot_round_trip_and_old_snapshots() -> None:
+    mgr = StatisticsManager(2, 10, max_rate=50.0)
+    mgr.observe_many(np.array([0, 1] * 200, np.int64), np.arange(400, dtype=np.int64),
+                     np.arange(400, dtype=np.int64) % 37)
+    mgr.roll(1_000)
+    mgr.observe_many(np.array([0, 1] * 30, np.int64), np.arange(400, 460, dtype=np.int64),
+                     np.arange(60, dtype=np.int64) % 11)
+    snap = mgr.snapshot()
+    back = StatisticsManager.from_snapshot(2, 10, AdwinConfig(), snap, 50.0)
+    assert back.snapshot() == snap
+    old = {**snap, "streams": [{k: v for k, v in s.items() if k not in ("stride", "seen")}
+                               for s in snap["streams"]]}
+    restored = StatisticsManager.from_snapshot(2, 10, AdwinConfig(), old)
+    assert [s.stride for s in restored.streams] == [1, 1]

@@ -15,6 +15,7 @@ For every input stream S_i it keeps
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,9 @@ class StreamDelayStats:
         self._ksync_n = 0
         self._counts = np.zeros(16, dtype=np.int64)
         self.arrivals = 0  # arrivals since the last roll (rate over the interval)
+        # sampling (ours): arrival number c of the stream is observed iff c % stride == 0
+        self.stride = 1
+        self.seen = 0
 
     @property
     def width(self) -> int:
@@ -59,7 +63,12 @@ class StreamDelayStats:
         return self._adwin.changes
 
     def observe(self, delay_ms: int, ksync_ms: float | None) -> None:
-        """Record one arrival's raw delay and (when all streams started) its K^sync sample."""
+        """Record one arrival's raw delay and (when all streams started) its K^sync sample
+        — when it is a sampled one (:attr:`stride`); every arrival counts for the rate."""
+        self.arrivals += 1
+        self.seen += 1
+        if (self.seen - 1) % self.stride:
+            return
         b = delay_bin(delay_ms, self.granularity_ms)
         if b >= self._counts.shape[0]:
             grown = np.zeros(max(b + 1, 2 * self._counts.shape[0]), dtype=np.int64)
@@ -71,17 +80,28 @@ class StreamDelayStats:
         if ksync_ms is not None:
             self._ksync_sum += ksync_ms
             self._ksync_n += 1
-        self.arrivals += 1
         for _ in range(self._adwin.add(float(max(delay_ms, 0)))):
             self._evict()
 
     def observe_many(self, delays: npt.NDArray[np.int64], ksyncs: list[float | None]) -> None:
         """:meth:`observe` for each (delay, K^sync) in order — the same window, histogram
         and sums (K^sync samples are whole milliseconds, so their sum is exact in any
-        order); ADWIN sees the delays one by one (:meth:`Adwin.add_many`)."""
+        order); ADWIN sees the delays one by one (:meth:`Adwin.add_many`). Only the sampled
+        arrivals (:attr:`stride`) are observed, as :meth:`observe` one by one would."""
         n = delays.shape[0]
         if n == 0:
             return
+        self.arrivals += n
+        if self.stride > 1:
+            keep = np.flatnonzero((np.arange(self.seen, self.seen + n) % self.stride) == 0)
+            self.seen += n
+            delays = delays[keep]
+            ksyncs = [ksyncs[i] for i in keep.tolist()]
+            n = delays.shape[0]
+            if n == 0:
+                return
+        else:
+            self.seen += n
         g = self.granularity_ms
         bins = np.where(delays > 0, -(-delays // g), 0)
         top = int(bins.max())
@@ -96,7 +116,6 @@ class StreamDelayStats:
             if k is not None:
                 self._ksync_sum += k
                 self._ksync_n += 1
-        self.arrivals += n
         dropped = self._adwin.add_many(np.maximum(delays, 0).astype(np.float64).tolist())
         if dropped:  # :meth:`_evict` for each, at once (whole-millisecond sums: exact)
             bins_out = [self._bins.popleft() for _ in range(dropped)]
@@ -138,6 +157,8 @@ class StreamDelayStats:
             "bins": list(self._bins),
             "ksync": list(self._ksync),
             "arrivals": self.arrivals,
+            "stride": self.stride,
+            "seen": self.seen,
         }
 
     @classmethod
@@ -151,6 +172,8 @@ class StreamDelayStats:
             bins = [int(b) for b in snap["bins"]]
             ksync = [None if k is None else float(k) for k in snap["ksync"]]
             st.arrivals = int(snap["arrivals"])
+            st.stride = int(snap.get("stride", 1))  # before sampling: every arrival
+            st.seen = int(snap.get("seen", 0))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"delay stats snapshot: bad or missing field: {exc}") from exc
         if len(bins) != len(ksync):
@@ -181,12 +204,16 @@ class DelaySummary:
 class StatisticsManager:
     """All streams' delay statistics (Ji et al. Fig. 2, "Statistics Manager")."""
 
-    def __init__(self, n_streams: int, granularity_ms: int, adwin: AdwinConfig | None = None):
+    def __init__(self, n_streams: int, granularity_ms: int, adwin: AdwinConfig | None = None,
+                 max_rate: float = 0.0):
         if n_streams < 2:
             raise ConfigError(f"statistics: need >= 2 streams, got {n_streams}")
         if granularity_ms <= 0:
             raise ConfigError(f"disorder.granularity_ms: must be > 0, got {granularity_ms}")
+        if not max_rate >= 0.0:
+            raise ConfigError(f"disorder.stat_rate: must be >= 0, got {max_rate}")
         self.granularity_ms = granularity_ms
+        self.max_rate = max_rate
         self.adwin = adwin or AdwinConfig()
         self.streams = [StreamDelayStats(granularity_ms, self.adwin) for _ in range(n_streams)]
         self.local_time: list[int | None] = [None] * n_streams  # ^iT
@@ -257,6 +284,9 @@ class StatisticsManager:
     def roll(self, interval_ms: int) -> DelaySummary:
         """Close an adaptation interval of ``interval_ms``: summarize and reset rate counters."""
         rates = tuple(s.arrivals * 1000.0 / interval_ms for s in self.streams)
+        if self.max_rate > 0.0:  # sample the next interval down to ~max_rate per second
+            for s, rate in zip(self.streams, rates, strict=True):
+                s.stride = max(1, math.ceil(rate / self.max_rate))
         for s in self.streams:
             s.arrivals = 0
         return DelaySummary(
@@ -276,10 +306,11 @@ class StatisticsManager:
 
     @classmethod
     def from_snapshot(
-        cls, n_streams: int, granularity_ms: int, adwin: AdwinConfig, snap: dict[str, Any]
+        cls, n_streams: int, granularity_ms: int, adwin: AdwinConfig, snap: dict[str, Any],
+        max_rate: float = 0.0,
     ) -> StatisticsManager:
         """Rebuild from :meth:`snapshot` output."""
-        mgr = cls(n_streams, granularity_ms, adwin)
+        mgr = cls(n_streams, granularity_ms, adwin, max_rate)
         try:
             streams = snap["streams"]
             local = snap["local_time"]

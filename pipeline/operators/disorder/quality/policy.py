@@ -110,6 +110,8 @@ class QualityConfig:
     basic_window_ms: int | None = None
     spend_surplus: bool = False
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
+    #: delays per second per stream the Statistics Manager sees (0: every arrival)
+    stat_rate: float = 0.0
 
     @classmethod
     def from_engine(cls, config: EngineConfig) -> QualityConfig:
@@ -122,6 +124,7 @@ class QualityConfig:
             granularity_ms=d.granularity_ms,
             windows_ms=tuple(config.windows),
             late_estimate=d.late_estimate,
+            stat_rate=d.stat_rate,
         )
 
     def target_bounds(self) -> tuple[float, float]:
@@ -165,7 +168,8 @@ class QualityPolicy(SteadyK, ObservesRuns):
         self.config = config
         self._model = config.model()
         m = len(config.windows_ms)
-        self.stats = StatisticsManager(m, config.granularity_ms, config.adwin)
+        self.stats = StatisticsManager(m, config.granularity_ms, config.adwin,
+                                       max_rate=config.stat_rate)
         self.profiler = ProductivityProfiler(config.granularity_ms, config.late_estimate)
         #: the maps summed over the last ``evidence_intervals`` intervals in which tuples
         #: reached the join (after K grows, the join may see nothing for a while; an
@@ -368,7 +372,7 @@ class QualityPolicy(SteadyK, ObservesRuns):
             policy.last_boundary = None if last is None else int(last)
             m = len(qc.windows_ms)
             policy.stats = StatisticsManager.from_snapshot(
-                m, qc.granularity_ms, qc.adwin, snap["stats"]
+                m, qc.granularity_ms, qc.adwin, snap["stats"], qc.stat_rate
             )
             policy.profiler = ProductivityProfiler.from_snapshot(
                 qc.granularity_ms, snap["profiler"], qc.late_estimate

@@ -108,16 +108,23 @@ def joint_output(model: HarvestModel, admit: float, counts: IntArray, share: flo
 def _best_admission(model: HarvestModel, counts: IntArray, budget: float
                     ) -> tuple[float, float]:
     """(a, q) maximizing q·O(a) for ``counts`` with q(a) the largest probe share that fits
-    the budget at admission a (:func:`_fit_share`), over :data:`GRID`; (0, 0) if none."""
-    best_a, best_q, best_out = 0.0, 0.0, -1.0
-    for a in GRID:
-        q = _fit_share(model, float(a), counts, budget)
-        if q < MIN_SHARE:
-            continue
-        out = joint_output(model, float(a), counts, q)
-        if out > best_out:
-            best_a, best_q, best_out = float(a), q, out
-    return best_a, best_q
+    the budget at admission a (:func:`_fit_share`), over :data:`GRID`; (0, 0) if none.
+    All of the grid at once: the scaled models differ only in λ' = a·λ and S' = a·S."""
+    arr = model.arrays()
+    grid = np.asarray(GRID)
+    lam = grid[:, None] * arr.lam[None, :]
+    at_grid = dataclasses.replace(arr, lam=lam, seg=grid[:, None, None] * arr.seg[None])
+    cost, out = at_grid.direction_terms(counts)
+    fixed = lam.sum(axis=-1) * arr.tuple_cost
+    var, output = cost.sum(axis=-1), out.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(var > 0.0, np.minimum(1.0, (budget - fixed) / var), 1.0)
+    q = np.where(fixed > budget, 0.0, q)
+    got = np.where(q >= MIN_SHARE, q * output, -np.inf)
+    k = int(np.argmax(got))
+    if not np.isfinite(got[k]):
+        return 0.0, 0.0
+    return float(grid[k]), float(q[k])
 
 
 def _fit_share(model: HarvestModel, a: float, counts: IntArray, budget: float) -> float:
