@@ -205,7 +205,7 @@ def test_roll_sets_the_stride_from_the_rate() -> None:
                        np.zeros(500, np.int64))
     exact.roll(1_000)
     assert exact.streams[0].stride == 1
-    with pytest.raises(ConfigError, match="disorder.stat_rate"):
+    with pytest.raises(ConfigError, match=r"disorder\.stat_rate"):
         StatisticsManager(2, 10, max_rate=-1.0)
 
 
