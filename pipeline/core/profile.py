@@ -22,6 +22,7 @@ PHASES = (
     "input",  # Arrow → pandas, sorting the rows, rows → events, member store
     "validation",  # far-future / late / duplicate checks (validator)
     "kslack_sync",  # K-slack, the Synchronizer, the K policy's arrival statistics
+    "adaptation",  # the K policy's and the shedder's steps at their L / Δ boundaries
     "admission",  # the shedder's admission and plans (queue, draws)
     "insertion",  # window insertion and expiry
     "probing",  # probing the windows (the part harvesting sheds)

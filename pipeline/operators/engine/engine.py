@@ -145,7 +145,11 @@ class Engine:
         K-slack and the Synchronizer at once, K fixed; returns where the next one starts.
         Each released tuple joins at the clock of the arrival that released it."""
         n = len(events)
+        if self.profile is not None:
+            self.profile.lap("kslack_sync")
         self._advance(int(arrivals[i]))
+        if self.profile is not None:
+            self.profile.lap("adaptation")
         assert self.next_interval is not None and self.next_adapt is not None
         bound = min(self.next_interval, self.next_adapt)
         j = min(n, i + 1 + int(reach[i + 1 :].searchsorted(bound, "left")))

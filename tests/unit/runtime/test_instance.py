@@ -240,3 +240,30 @@ def test_wall_budget_lag_guard_cuts_z_when_input_is_stale(age_s: float,
         assert min(z_after) <= LAG_TARGET_SHARE * 1.0 / age_s + 1e-9
     else:
         assert min(z_after) == 1.0  # no CPU time, fresh input: never throttled
+
+
+@pytest.mark.parametrize("disorder", ["fixed", "quality"])
+def test_phase_profile_accounts_for_every_tick_of_a_batch(disorder: str) -> None:
+    """With a profile attached, time lands only in the phases of PHASES (the adaptation
+    steps in their own), never negative, with probing and K-slack seen, two batches
+    counted and at most the input's tuples admitted."""
+    from pipeline.core.profile import PHASES, PhaseProfile
+
+    ticks = itertools.count()
+
+    def timer() -> float:
+        return float(next(ticks))
+
+    sp = sensor_spec("band", disorder=disorder)
+    inst = JoinInstance(InstanceConfig.from_spec(sp, SENSOR_ATTRS), 0, timer)
+    profile = PhaseProfile(timer)
+    inst.attach_profile(profile)
+    rows = sensor_rows(3)
+    for lo, hi in ((0, 120), (120, 240)):
+        inst.process(batch_frame(rows[lo:hi]))
+        inst.changes()
+    assert set(profile.seconds) == set(PHASES)
+    assert all(v >= 0 for v in profile.seconds.values())
+    assert profile.batches == 2
+    assert 0 < profile.tuples <= len(rows)
+    assert profile.seconds["probing"] > 0 and profile.seconds["kslack_sync"] > 0
