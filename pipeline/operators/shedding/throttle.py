@@ -235,11 +235,26 @@ class JoinShare:
         left = max(r.available - fixed, JOIN_FLOOR * r.available)
         join = max(0.0, r.spent - r.overhead)
         headroom = left / join if join > 0.0 else math.inf
+        floor = JOIN_FLOOR * r.available / join if join > 0.0 else 0.0
         if r.lag_cap is not None:
-            floor = JOIN_FLOOR * r.available / join if join > 0.0 else 0.0
             headroom = max(min(headroom, r.lag_cap), floor)
-        beta = min(headroom, r.consumed / r.pushed if r.pushed else 1.0)
-        return beta, headroom
+        return min(headroom, self._queue_beta(r, join, floor)), headroom
+
+    @staticmethod
+    def _queue_beta(r: BudgetReading, join: float, floor: float) -> float:
+        """The queue's cut (the paper's consumed / pushed, §IV-A) applied to what z
+        sheds: the interval's time should have been β_q·spent, and only the join's part
+        of it shrinks with z, so the join's own factor is (β_q·spent − overhead) / join —
+        β_q itself when there is no overhead, as in the paper — but never below the
+        join's floor share: drops that the join's time cannot explain (the overhead, or
+        a whole micro-batch arriving at once) are left to the queue, and do not spiral z
+        to its floor."""
+        if not r.pushed or r.consumed >= r.pushed:
+            return 1.0
+        beta_q = r.consumed / r.pushed
+        if join <= 0.0:
+            return beta_q
+        return max((beta_q * r.spent - r.overhead) / join, min(floor, 1.0), 0.0)
 
     def snapshot(self) -> dict[str, Any]:
         return {"overhead_s": self.overhead_s, "span_s": self.span_s}
