@@ -4,9 +4,12 @@ A result ⟨e_1..e_m⟩ (one tuple per stream) is true iff for every pair (i, j)
 e_i.ts − W_j ≤ e_j.ts ≤ e_i.ts + W_i and the predicate holds (Ji et al. §II).
 
 * :func:`duckdb_oracle` — m self-joins in DuckDB SQL, every pair's window and
-  predicate condition spelled out (equi, band, distance);
+  predicate condition spelled out (equi, band, distance; overlap through one table of
+  (tuple, item, weight) rows per stream: a pair's overlap is a grouped sum over the items
+  the two tuples share);
 * :func:`brute_force_oracle` — NumPy: a boolean matrix per stream pair, then
-  m-tuples enumerated by extending partial tuples; handles cosine and custom callables.
+  m-tuples enumerated by extending partial tuples; handles cosine, overlap and custom
+  callables.
 
 Both are deliberately independent of ``pipeline.operators`` (the code they check).
 """
@@ -25,6 +28,8 @@ from pipeline.operators.events import JoinResult, results_from_arrays
 from pipeline.spec.model import JoinSpec
 
 COSINE_TOLERANCE = 1e-9
+#: relative tolerance of the overlap threshold (weighted sets; plain sets are exact)
+OVERLAP_TOLERANCE = 1e-9
 PairFn = Callable[[Mapping[str, NDArray[Any]], Mapping[str, NDArray[Any]]], Any]
 
 
@@ -94,6 +99,36 @@ def _bucketed(join: JoinSpec) -> bool:
     return join.predicate in ("band", "distance") and join.epsilon > 0
 
 
+def overlap_threshold(epsilon: float) -> float:
+    """The overlap a pair needs: ε less a relative float tolerance."""
+    return epsilon - OVERLAP_TOLERANCE * max(1.0, abs(epsilon))
+
+
+def _overlap_sql(join: JoinSpec) -> str:
+    """The overlap oracle query over tables t{i}(pos, ts) and u{i}(pos, item, w).
+
+    Per stream pair (i, j) a view of the pairs inside each other's windows whose shared
+    items weigh at least ε in total (Σ w_i·w_j over the items both hold, grouped by the
+    pair), then the m-tuples every pair of which is in its view."""
+    m = len(join.streams)
+    w = join.windows
+    thr = repr(overlap_threshold(float(join.epsilon)))
+    views = []
+    for i, j in combinations(range(m), 2):
+        views.append(
+            f"v{i}_{j} AS (SELECT a.pos AS pi, b.pos AS pj "
+            f"FROM u{i} a JOIN u{j} b ON a.item = b.item "
+            f"JOIN t{i} ti ON ti.pos = a.pos JOIN t{j} tj ON tj.pos = b.pos "
+            f"WHERE tj.ts BETWEEN ti.ts - {w[j]} AND ti.ts + {w[i]} "
+            f"GROUP BY a.pos, b.pos HAVING sum(a.w * b.w) >= {thr})")
+    select = ", ".join(f"t{i}.pos AS p{i}" for i in range(m))
+    sources = [f"t{i}" for i in range(m)] + [f"v{i}_{j}" for i, j in combinations(range(m), 2)]
+    conds = [f"v{i}_{j}.pi = t{i}.pos AND v{i}_{j}.pj = t{j}.pos"
+             for i, j in combinations(range(m), 2)]
+    return (f"WITH {', '.join(views)} SELECT {select} FROM {', '.join(sources)} "
+            f"WHERE {' AND '.join(conds)}")
+
+
 def duckdb_sql(join: JoinSpec) -> str:
     """The oracle query over tables t0..t{m-1}(pos, ts, c0[, c1][, g0[, g1]]).
 
@@ -105,6 +140,8 @@ def duckdb_sql(join: JoinSpec) -> str:
     one, so joining on "shifted cell of t_i = cell of t0" keeps every true result exactly
     once (the offsets are distinct) and the pair conditions below keep only true ones.
     """
+    if join.predicate == "overlap":
+        return _overlap_sql(join)
     m = len(join.streams)
     w = join.windows
     select = ", ".join(f"t{i}.pos AS p{i}" for i in range(m))
@@ -139,14 +176,38 @@ def _create_bucket_views(con: Any, join: JoinSpec) -> None:
         )
 
 
+def _item_tables(con: Any, join: JoinSpec, per: list[list[Mapping[str, Any]]]) -> None:
+    """Tables u{i}(pos, item, w): one row per item of every tuple of stream i."""
+    import pandas as pd
+
+    attr = str(join.attribute)
+    for i, rows in enumerate(per):
+        pos: list[int] = []
+        items: list[str] = []
+        weights: list[float] = []
+        for p, rec in enumerate(rows):
+            for item, weight in item_weights(rec.get(attr), attr).items():
+                pos.append(p)
+                items.append(item)
+                weights.append(weight)
+        frame = pd.DataFrame({"pos": np.array(pos, np.int64),
+                              "item": pd.Series(items, dtype=object),
+                              "w": np.array(weights, np.float64)})
+        con.register(f"u{i}_df", frame)
+        con.execute(f"CREATE TABLE u{i} AS SELECT pos, CAST(item AS VARCHAR) AS item, w "
+                    f"FROM u{i}_df")
+
+
 def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
-    """Exact results by DuckDB SQL (equi, band, distance), sorted by (result_time, id)."""
+    """Exact results by DuckDB SQL (equi, band, distance, overlap), sorted by
+    (result_time, id)."""
     import duckdb
     import pandas as pd
 
     per = _split(join, records)
     cols = _columns(join)
-    if not cols:
+    overlap = join.predicate == "overlap"
+    if not cols and not overlap:
         raise ConfigError(f"join.predicate: {join.predicate!r} is not SQL-evaluable")
     con = duckdb.connect()
     try:
@@ -160,6 +221,8 @@ def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[
             )
             con.register(f"t{i}_df", frame)
             con.execute(f"CREATE TABLE t{i} AS SELECT * FROM t{i}_df")
+        if overlap:
+            _item_tables(con, join, per)
         if _bucketed(join):
             _create_bucket_views(con, join)
         found = con.execute(duckdb_sql(join)).fetchnumpy()
@@ -185,6 +248,53 @@ def _cosine_vectors(
     return np.divide(mat, norms, out=np.zeros_like(mat), where=norms > 0)
 
 
+def _item_text(item: Any, attr: str) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, bool | np.bool_):
+        raise SerializationError(f"attribute {attr!r}: item {item!r} is not an integer or "
+                                 "a string")
+    if isinstance(item, int | np.integer):
+        return str(int(item))
+    if isinstance(item, float | np.floating) and float(item).is_integer():
+        return str(int(item))
+    raise SerializationError(f"attribute {attr!r}: item {item!r} is not an integer or a string")
+
+
+def item_weights(value: Any, attr: str) -> dict[str, float]:
+    """An overlap attribute as item text → weight: a map's weights (an item given as
+    ``7`` and ``"7"`` is one item, its weights added), a list's distinct items weigh 1."""
+    out: dict[str, float] = {}
+    if isinstance(value, Mapping):
+        for item, weight in value.items():
+            key = _item_text(item, attr)
+            out[key] = out.get(key, 0.0) + float(weight)
+        return out
+    if value is None or isinstance(value, str | bytes):
+        raise SerializationError(f"attribute {attr!r} must be a list of items or a map "
+                                 f"item -> weight, got {value!r}")
+    return {_item_text(item, attr): 1.0 for item in value}
+
+
+def _overlap_vectors(per: list[list[Mapping[str, Any]]], attr: str
+                     ) -> list[NDArray[np.float64]]:
+    """Each stream's tuples as rows over one item vocabulary (weights; 1 for a set)."""
+    parsed = [[item_weights(rec.get(attr), attr) for rec in rows] for rows in per]
+    vocab: dict[str, int] = {}
+    for rows in parsed:
+        for d in rows:
+            for item in d:
+                vocab.setdefault(item, len(vocab))
+    out = []
+    for rows in parsed:
+        mat = np.zeros((len(rows), max(1, len(vocab))))
+        for r, d in enumerate(rows):
+            for item, weight in d.items():
+                mat[r, vocab[item]] = weight
+        out.append(mat)
+    return out
+
+
 def _pair_matrix(
     join: JoinSpec,
     per: list[list[Mapping[str, Any]]],
@@ -204,6 +314,8 @@ def _pair_matrix(
         return ok & np.broadcast_to(np.asarray(custom(left, right), bool), ok.shape)
     if join.predicate == "cosine":
         return ok & (feats[i] @ feats[j].T >= join.epsilon - COSINE_TOLERANCE)
+    if join.predicate == "overlap":
+        return ok & (feats[i] @ feats[j].T >= overlap_threshold(float(join.epsilon)))
     a, b = feats[i], feats[j]
     if join.predicate == "equi":
         return ok & (a[:, None, 0] == b[None, :, 0])
@@ -234,6 +346,8 @@ def brute_force_oracle(
                     for word in kw:
                         vocab.setdefault(str(word), len(vocab))
         feats = [_cosine_vectors(rows, attr, vocab) for rows in per]
+    elif custom is None and join.predicate == "overlap":
+        feats = _overlap_vectors(per, str(join.attribute))
     elif custom is None:
         cols = _columns(join)
         feats = [
@@ -261,7 +375,8 @@ def brute_force_oracle(
 
 
 def oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
-    """DuckDB for SQL-evaluable predicates, NumPy brute force for cosine."""
+    """DuckDB for SQL-evaluable predicates (overlap included), NumPy brute force for
+    cosine."""
     if join.predicate == "cosine":
         return brute_force_oracle(join, records)
     return duckdb_oracle(join, records)

@@ -55,19 +55,31 @@ def _ints(col: pd.Series) -> list[int]:
     return [int(v) for v in col.tolist()]
 
 
+def _is_map_column(values: list[Any]) -> bool:
+    """Whether a column's values are Arrow maps (lists of (key, value) pairs), judged by
+    its first non-empty value; an array column's values are lists or arrays of items."""
+    for v in values:
+        if isinstance(v, list) and v:
+            return isinstance(v[0], tuple)
+        if v is not None and not isinstance(v, list):
+            return False
+    return bool(values) and all(v is None or isinstance(v, list) for v in values)
+
+
 def events_of(rows: pd.DataFrame, attributes: Sequence[str], needed: set[str]
               ) -> list[Event]:
     """Sorted envelope rows → events; each event carries the attributes of ``attributes``
     that are in ``needed`` (what the predicate reads; the engine never looks at others).
-    An Arrow map arrives as a list of (key, value) pairs and becomes a dict."""
+    An Arrow map arrives as a list of (key, value) pairs and becomes a dict; an Arrow
+    array (an ``overlap`` set) stays a sequence of items."""
     if rows.empty:
         return []
     attrs: dict[str, list[Any]] = {}
     for name in attributes:
         if name in needed:
             values = rows[name].tolist()
-            if values and isinstance(values[0], list):  # Arrow map → list of (key, value)
-                values = [dict(v) for v in values]
+            if _is_map_column(values):
+                values = [dict(v) if v is not None else None for v in values]
             attrs[name] = values
     head = (_ints(rows["stream_idx"]), _ints(rows["seq"]), _ints(rows["event_time"]),
             _ints(rows["arrival_time"]))

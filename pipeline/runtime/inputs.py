@@ -35,6 +35,8 @@ from pipeline.spec.inputs import CONFLUENT, KAFKA_TIME, OFFSET_ID, InputSpec
 from pipeline.spec.model import JoinSpec, Spec
 
 TimeUnit = Literal["ms", "us", "iso"]
+#: the item types of an ``overlap`` set (an Avro array of them)
+SET_ITEMS = frozenset({"int", "long", "string"})
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,9 @@ class AttrField:
 
     name: str
     field: str
-    kind: Literal["number", "map"]
+    #: ``number`` (a scalar), ``map`` (string → number: keyword or item weights) or
+    #: ``set`` (an array of int, long or string items: the overlap predicate's plain set)
+    kind: Literal["number", "map", "set"]
     nullable: bool
     key: str
 
@@ -165,6 +169,13 @@ def _attr_field(f: AvroField, name: str, predicate: str, key: str, path: str,
         if f.base == "map" and f.inner in NUMERIC:
             return AttrField(name, f.name, "map", f.nullable, key)
         wanted = "a map of numbers (keyword -> weight)"
+    elif predicate == "overlap":
+        if f.base == "map" and f.inner in NUMERIC:
+            return AttrField(name, f.name, "map", f.nullable, key)
+        if f.base == "array" and f.inner in SET_ITEMS:
+            return AttrField(name, f.name, "set", f.nullable, key)
+        wanted = ("an array of items (int, long or string) or a map of numbers "
+                  "(item -> weight)")
     else:
         if f.base in NUMERIC and f.logical is None:
             return AttrField(name, f.name, "number", f.nullable, key)
@@ -285,6 +296,13 @@ def _plan(spec: Spec, index: int, stream: str, inp: InputSpec,
     )
 
 
+def _own_kind(f: AvroField) -> Literal["number", "map", "set"]:
+    """The attribute kind of a field of harvest's own workload schemas."""
+    if f.base == "map":
+        return "map"
+    return "set" if f.base == "array" else "number"
+
+
 def own_stream(spec: Spec, index: int, stream: str, schemas_dir: Path,
                prefix: str, workload: str) -> StreamPlan:
     """The plan of harvest's own topic ``<prefix>.in.<workload>.<stream>``."""
@@ -292,11 +310,15 @@ def own_stream(spec: Spec, index: int, stream: str, schemas_dir: Path,
     path = schemas_dir / f"{name}.avsc"
     schema = avsc.read_avsc(path, "job.workload")
     fields = avsc.record_fields(schema)
-    attrs = tuple(AttrField(f.name, f.name, "map" if f.base == "map" else "number", False,
-                            "job.workload")
+    if spec.join.predicate == "overlap":  # the set attribute must be one the workload has
+        attr = str(spec.join.attribute)
+        _attr_field(_lookup({f.name: f for f in fields}, attr, "join.attribute", str(path),
+                            fields), attr, "overlap", "join.attribute", str(path), fields)
+    attrs = tuple(AttrField(f.name, f.name, _own_kind(f), False, "job.workload")
                   for f in fields if f.name not in ("stream", "seq", "event_time",
                                                     "arrival_time")
-                  and (f.base in NUMERIC or f.base == "map"))
+                  and (f.base in NUMERIC or f.base == "map"
+                       or (f.base == "array" and f.inner in SET_ITEMS)))
     return StreamPlan(
         stream=stream, index=index, topic=input_topic(prefix, workload, stream), format="avro",
         schema_json=json.dumps(schema), decode_json=json.dumps(avsc.strip_logical(schema)),

@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 from connectors.io.avsc import expand, strip_logical
 from connectors.io.confluent import FORMAT as CONFLUENT
 from connectors.io.confluent import HEADER_LEN as CONFLUENT_HEADER_LEN
-from pipeline.runtime.inputs import InputPlan, StreamPlan, TimeField
+from pipeline.runtime.inputs import AttrField, InputPlan, StreamPlan, TimeField
 from pipeline.spark.decode import avro_kind, nonfinite_reason
 from pipeline.spec.inputs import PARTITION_SHIFT
 
@@ -411,8 +411,8 @@ def _envelope(streams: list[_Stream], plan: InputPlan) -> list[Column]:
     names = [a.name for a in plan.streams[0].attributes]
     for i, name in enumerate(names):
         kind = plan.streams[0].attributes[i].kind
-        dtype = "map<string,double>" if kind == "map" else "double"
-        cols.append(_case(streams, lambda st, i=i: st.field(st.plan.attributes[i].field),
+        dtype = "map<string,double>" if kind in ("map", "set") else "double"
+        cols.append(_case(streams, lambda st, i=i: _attribute(st, st.plan.attributes[i]),
                           dtype).alias(name))
     schemas = payload_schemas(plan)
     cols += [  # (partition and offset are the Kafka columns themselves)
@@ -423,6 +423,17 @@ def _envelope(streams: list[_Stream], plan: InputPlan) -> list[Column]:
             if st.plan.payload else None, "binary")).alias("payload"),
     ]
     return cols
+
+
+def _attribute(st: _Stream, attr: AttrField) -> Column:
+    """One stream's attribute column; an ``overlap`` set (an array of items) becomes the
+    weighted set of its distinct items, each of weight 1 (item text → 1.0), so every
+    stream's attribute has the one envelope type ``map<string,double>``."""
+    value = st.field(attr.field)
+    if attr.kind != "set":
+        return value
+    items = sf.array_distinct(value.cast("array<string>"))
+    return sf.map_from_arrays(items, sf.transform(items, lambda _: sf.lit(1.0)))
 
 
 def attribute_names(plan: InputPlan) -> tuple[str, ...]:

@@ -47,7 +47,7 @@ class JoinSpec(BaseModel):
     streams: tuple[str, ...] = Field(min_length=2)
     window_ms: int | None = Field(default=None, gt=0)
     windows_ms: tuple[int, ...] | None = None
-    predicate: Literal["equi", "band", "distance", "cosine"]
+    predicate: Literal["equi", "band", "distance", "cosine", "overlap"]
     attribute: str | None = None
     x: str = "x"
     y: str = "y"
@@ -71,12 +71,15 @@ class JoinSpec(BaseModel):
                 )
             if any(w <= 0 for w in self.windows_ms):
                 raise ValueError(f"windows_ms: every window must be > 0, got {self.windows_ms}")
-        if self.predicate in ("equi", "band") and not self.attribute:
+        if self.predicate in ("equi", "band", "overlap") and not self.attribute:
             raise ValueError(f"attribute: required for predicate {self.predicate!r}")
         if self.predicate == "cosine" and not 0.0 < self.epsilon <= 1.0:
             raise ValueError(f"epsilon: cosine threshold must be in (0, 1], got {self.epsilon}")
         if self.predicate == "distance" and self.epsilon <= 0.0:
             raise ValueError(f"epsilon: distance radius must be > 0, got {self.epsilon}")
+        if self.predicate == "overlap" and not 0.0 < self.epsilon < float("inf"):
+            raise ValueError(f"epsilon: overlap threshold must be a finite number > 0 (items "
+                             f"in common, or the weighted sum), got {self.epsilon}")
         return self
 
     @property
@@ -193,7 +196,8 @@ class JobSpec(BaseModel):
 
     model_config = _FROZEN
 
-    workload: Literal["sensors", "news", "equi", "positions"] = "sensors"
+    workload: Literal["sensors", "news", "equi", "positions", "overlap", "overlap-equi"] = (
+        "sensors")
     routing: Literal["hash", "atr"] = "atr"
     groups: int = Field(default=1, ge=1)
     segment_ms: int = Field(default=10_000, gt=0)

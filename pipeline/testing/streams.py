@@ -30,13 +30,17 @@ def make_dump(
     max_gap: int = 40,
     max_delay: int = 0,
     late_share: float = 0.3,
+    items: bool = False,
 ) -> list[dict[str, Any]]:
     """m streams of n tuples each, sorted by arrival (ties by stream, seq).
 
     Every tuple carries all attributes the built-in predicates read: ``value`` (band),
-    ``a1`` (equi), ``x``/``y`` (distance) and ``keywords`` (cosine).
+    ``a1`` (equi), ``x``/``y`` (distance) and ``keywords`` (cosine); with ``items``, also
+    ``items`` (overlap: a list of 0–6 of the integers 1..12, drawn from a random stream
+    of their own, so the other attributes stay what they are without it).
     """
     rng = np.random.default_rng(seed)
+    item_rng = np.random.default_rng([seed, 1])
     out: list[dict[str, Any]] = []
     for s in range(m):
         ts = np.cumsum(rng.integers(0, max_gap + 1, size=n))
@@ -56,6 +60,10 @@ def make_dump(
                     "keywords": {WORDS[k]: float(rng.integers(1, 4)) for k in kws},
                 }
             )
+            if items:
+                size = int(item_rng.integers(0, 7))
+                out[-1]["items"] = sorted(
+                    int(i) for i in item_rng.choice(np.arange(1, 13), size, replace=False))
     out.sort(key=lambda r: (r["arrival_time"], r["stream"], r["seq"]))
     return out
 
@@ -80,6 +88,8 @@ def make_spec(m: int, predicate: str, windows: list[int], **extra: Any) -> Spec:
         join["epsilon"] = 3.0
     elif predicate == "cosine":
         join.update(attribute="keywords", epsilon=0.5)
+    elif predicate == "overlap":
+        join.update(attribute="items", epsilon=2.0)
     data: dict[str, Any] = {"join": join, **extra}
     return parse_spec(data)
 

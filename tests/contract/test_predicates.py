@@ -10,6 +10,9 @@ applied to every (left tuple, window tuple) pair of the raw attribute dicts:
   distance ≤ ε, inclusive);
 * ``cosine``: cosine similarity of the keyword→weight dicts ≥ ε − 1e-9 (0 for a zero
   vector); pairs within 1e-12 of that threshold are left undecided (float rounding);
+* ``overlap``: Σ w_a(x)·w_b(x) over the items both hold ≥ ε less a relative 1e-9 (a
+  list's distinct items weigh 1, a map gives each item's weight; ``7`` and ``"7"`` are
+  one item); pairs that close to the threshold are left undecided;
 * ``custom``: the user's vectorized callable agrees with its scalar twin.
 
 Hypothesis runs derandomized with bounded examples, finite (NaN-free) values, and ε = 0
@@ -27,9 +30,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.join.predicates import COSINE_TOLERANCE, build_predicate
+from pipeline.operators.join.predicates import (
+    COSINE_TOLERANCE,
+    build_predicate,
+    overlap_threshold,
+)
 
-KINDS = ("equi", "band", "distance", "cosine", "custom")
+KINDS = ("equi", "band", "distance", "cosine", "overlap", "custom")
 WORDS = "abcdefg"
 UNDECIDED = 1e-12  # |cosine − threshold| below this: either answer is right
 
@@ -50,6 +57,20 @@ def _cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     na = math.sqrt(sum(w * w for w in a.values()))
     nb = math.sqrt(sum(w * w for w in b.values()))
     return 0.0 if na == 0.0 or nb == 0.0 else dot / (na * nb)
+
+
+def _item_weights(value: Any) -> dict[str, float]:
+    if isinstance(value, Mapping):
+        out: dict[str, float] = {}
+        for item, w in value.items():
+            out[str(item)] = out.get(str(item), 0.0) + float(w)
+        return out
+    return {str(item): 1.0 for item in value}
+
+
+def _overlap(a: Any, b: Any) -> float:
+    wa, wb = _item_weights(a), _item_weights(b)
+    return sum(w * wb[k] for k, w in wa.items() if k in wb)
 
 
 def _custom_vec(eps: float) -> Callable[[Mapping[str, Any], Mapping[str, Any]], Any]:
@@ -75,6 +96,11 @@ def definition(kind: str, eps: float, a: Attrs, b: Attrs) -> bool | None:
         cos = _cosine(a["keywords"], b["keywords"])
         threshold = eps - COSINE_TOLERANCE
         return None if abs(cos - threshold) <= UNDECIDED else cos >= threshold
+    if kind == "overlap":
+        ov = _overlap(a["items"], b["items"])
+        threshold = overlap_threshold(eps)
+        undecided = UNDECIDED * max(1.0, abs(threshold), abs(ov)) * 1e3
+        return None if abs(ov - threshold) <= undecided else ov >= threshold
     return _custom_scalar(eps, a, b)
 
 
@@ -82,7 +108,8 @@ def make(kind: str, eps: float) -> Any:
     if kind == "custom":
         return build_predicate("custom", fn=_custom_vec(eps), columns=("value", "x"),
                                epsilon=eps)
-    attribute = {"equi": "a1", "band": "value", "cosine": "keywords"}.get(kind)
+    attribute = {"equi": "a1", "band": "value", "cosine": "keywords",
+                 "overlap": "items"}.get(kind)
     return build_predicate(kind, attribute=attribute, epsilon=eps)
 
 
@@ -92,6 +119,7 @@ def make(kind: str, eps: float) -> Any:
 grid = st.integers(-8, 8).map(lambda i: i * 0.25)
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 number = st.one_of(grid, finite)
+item = st.integers(0, 6)
 weight = st.one_of(st.just(0.0), st.integers(1, 3).map(float), st.floats(1e-3, 1e3),
                    st.floats(-1e3, -1e-3))
 tuples = st.fixed_dictionaries({
@@ -100,12 +128,18 @@ tuples = st.fixed_dictionaries({
     "x": number,
     "y": number,
     "keywords": st.dictionaries(st.sampled_from(WORDS), weight, max_size=4),
+    "items": st.one_of(
+        st.lists(st.one_of(item, st.sampled_from(["1", "2", "a"])), max_size=5),
+        st.dictionaries(st.one_of(item, st.sampled_from(["1", "2", "a"])), weight,
+                        max_size=4)),
 })
 
 
 def epsilons(kind: str) -> st.SearchStrategy[float]:
     if kind == "cosine":
         return st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0.0, 1.0))
+    if kind == "overlap":
+        return st.one_of(st.sampled_from([0.0, 1.0, 2.0, 3.0]), st.floats(0.0, 1e4))
     return st.one_of(st.sampled_from([0.0, 0.25, 0.5, 1.0]), st.floats(0.0, 10.0))
 
 
@@ -181,7 +215,7 @@ def test_matrix_equals_the_pairwise_definition(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_empty_window_and_empty_left_side(kind: str) -> None:
     """An empty basic window gives k×0, an empty left side 0×n, an empty row subset k×0."""
-    t = {"a1": 1, "value": 0.0, "x": 0.0, "y": 0.0, "keywords": {"a": 1.0}}
+    t = {"a1": 1, "value": 0.0, "x": 0.0, "y": 0.0, "keywords": {"a": 1.0}, "items": [1]}
     pred = make(kind, 0.0)
     one = pred.left_one(pred.encode(t))
     assert np.asarray(pred.match(one, pred.new_store(), None)).shape == (1, 0)

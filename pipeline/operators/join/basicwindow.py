@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.operators.join.growable import GrowableArray
-from pipeline.operators.join.predicates import DenseStore, Predicate, SparseStore
+from pipeline.operators.join.predicates import DenseStore, Predicate
+from pipeline.operators.join.sparse import SparseStore
 
 Store = DenseStore | SparseStore
 #: rows of a basic window: None = all, a slice (contiguous) or ascending row indices

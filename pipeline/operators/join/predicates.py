@@ -8,14 +8,16 @@ one NumPy expression per (partial set, basic window), never a Python loop over p
 * ``band``: |a_i − a_j| ≤ ε (ε-band join);
 * ``distance``: Euclidean distance of (x, y) ≤ ε (Ji et al. Q^×2: players within 5 m);
 * ``cosine``: cosine similarity of keyword→weight vectors ≥ ε (news workload);
+* ``overlap``: overlap of item sets (or inner product of weighted sets) ≥ ε (Gedik et
+  al., CIKM: the selective-processing workload);
 * ``custom``: a user callable ``fn(left, right) -> bool array`` over named columns,
   where ``left[c]`` has shape (k, 1) and ``right[c]`` shape (1, n).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +26,26 @@ from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError, SerializationError
 from pipeline.operators.join.growable import GrowableArray
+from pipeline.operators.join.sparse import (
+    EMPTY_ROW,
+    SparseRow,
+    SparseSide,
+    SparseStore,
+    concat_sides,
+    dots,
+    gather_side,
+    keyword_key,
+    side_of,
+    sparse_row,
+    take_side,
+)
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 BoolMatrix = NDArray[np.bool_]
 COSINE_TOLERANCE = 1e-9  # same tolerance as the oracle, for ties at the threshold
+#: relative tolerance of the overlap threshold (weighted sets; the oracle's too)
+OVERLAP_TOLERANCE = 1e-9
 #: relative slack of the band/equi value pre-filter (the exact predicate re-checks)
 VALUE_SLACK = 1e-9
 CustomFn = Callable[[Mapping[str, F64], Mapping[str, F64]], Any]
@@ -143,106 +160,51 @@ class DensePredicate:
 
 
 # ---------------------------------------------------------------------------- sparse
-_KEY_CACHE: dict[str, int] = {}
+@dataclass(frozen=True)
+class SparsePredicate:
+    """What the set-valued predicates share: one attribute encoded as a sparse key →
+    weight vector (:mod:`~pipeline.operators.join.sparse`), CSR basic windows, dense
+    left sides; :meth:`match` compares the inner products with ε."""
 
+    attribute: str
+    epsilon: float
 
-def keyword_key(word: str) -> int:
-    """A stable 63-bit key for a keyword (blake2b; the same in every process).
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """The tuple attributes :meth:`encode` reads."""
+        return (self.attribute,)
 
-    >>> keyword_key("rain") == keyword_key("rain") != keyword_key("storm")
-    True
-    >>> 0 <= keyword_key("rain") < 2**63
-    True
-    """
-    key = _KEY_CACHE.get(word)
-    if key is None:
-        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-        key = int.from_bytes(digest, "little") & ((1 << 63) - 1)
-        if len(_KEY_CACHE) < 1_000_000:
-            _KEY_CACHE[word] = key
-    return key
+    def _raw(self, attrs: Mapping[str, Any]) -> Any:
+        try:
+            return attrs[self.attribute]
+        except KeyError:
+            raise SerializationError(
+                f"tuple has no attribute {self.attribute!r}: {dict(attrs)!r}"
+            ) from None
 
+    def new_store(self) -> SparseStore:
+        return SparseStore()
 
-@dataclass(frozen=True, slots=True)
-class SparseRow:
-    """One unit-normalized keyword vector: sorted keys and their weights."""
+    def store_from_snapshot(self, snap: Mapping[str, Any]) -> SparseStore:
+        return SparseStore.from_snapshot(snap)
 
-    keys: I64
-    weights: F64
+    def left_one(self, enc: SparseRow) -> SparseSide:
+        return side_of([enc])
 
-
-@dataclass(frozen=True, slots=True)
-class SparseSide:
-    """k keyword vectors as a dense k×u matrix over their own sorted key union."""
-
-    keys: I64
-    mat: F64
-
-
-class SparseStore:
-    """Keyword vectors of one basic window in CSR form (keys, weights, row pointers).
-
-    Every row holds at least one entry (a zero-weight key 0 for an empty vector), so
-    ``np.add.reduceat`` over the row pointers gives one dot product per row.
-    """
-
-    __slots__ = ("keys", "ptr", "weights")
-
-    def __init__(
-        self,
-        keys: GrowableArray | None = None,
-        weights: GrowableArray | None = None,
-        ptr: GrowableArray | None = None,
-    ) -> None:
-        self.keys = keys if keys is not None else GrowableArray((), np.int64)
-        self.weights = weights if weights is not None else GrowableArray((), np.float64)
-        self.ptr = ptr if ptr is not None else GrowableArray((), np.int64)
-
-    def append(self, enc: SparseRow) -> None:
-        self.ptr.append(len(self.keys))
-        self.keys.extend(enc.keys)
-        self.weights.extend(enc.weights)
-
-    def delete(self, rows: I64) -> None:
-        """Drop rows ``rows`` (ascending) and their entries; the others keep their order."""
-        ptr = np.append(self.ptr.view(), len(self.keys))
-        lengths = np.diff(ptr)
-        gone = np.zeros(lengths.shape[0], dtype=bool)
-        gone[rows] = True
-        entries = np.flatnonzero(np.repeat(gone, lengths))
-        self.keys.delete(entries)
-        self.weights.delete(entries)
-        kept = lengths[~gone]
-        self.ptr = GrowableArray.from_array((np.cumsum(kept) - kept).astype(np.int64))
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "keys": self.keys.view().copy(),
-            "weights": self.weights.view().copy(),
-            "ptr": self.ptr.view().copy(),
-        }
+    def left_from_store(self, store: SparseStore, rows: I64) -> SparseSide:
+        return gather_side(store, rows)
 
     @staticmethod
-    def from_snapshot(snap: Mapping[str, Any]) -> SparseStore:
-        return SparseStore(
-            GrowableArray.from_array(np.asarray(snap["keys"], np.int64)),
-            GrowableArray.from_array(np.asarray(snap["weights"], np.float64)),
-            GrowableArray.from_array(np.asarray(snap["ptr"], np.int64)),
-        )
+    def take(side: SparseSide, idx: I64) -> SparseSide:
+        return take_side(side, idx)
 
-
-def _sparse_side(rows: Sequence[SparseRow]) -> SparseSide:
-    if not rows:
-        return SparseSide(np.zeros(0, np.int64), np.zeros((0, 0)))
-    keys = np.unique(np.concatenate([r.keys for r in rows]))
-    mat = np.zeros((len(rows), len(keys)))
-    for p, r in enumerate(rows):
-        mat[p, np.searchsorted(keys, r.keys)] = r.weights
-    return SparseSide(keys, mat)
+    @staticmethod
+    def concat(sides: Sequence[SparseSide]) -> SparseSide:
+        return concat_sides(sides)
 
 
 @dataclass(frozen=True)
-class CosinePredicate:
+class CosinePredicate(SparsePredicate):
     """Cosine similarity of keyword→weight vectors ≥ ε (weighted keyword overlap).
 
     >>> cos = build_predicate("cosine", attribute="kw", epsilon=0.7)
@@ -254,23 +216,11 @@ class CosinePredicate:
     [[True, False]]
     """
 
-    attribute: str
-    epsilon: float
     kind: str = "cosine"
-
-    @property
-    def attributes(self) -> tuple[str, ...]:
-        """The tuple attributes :meth:`encode` reads."""
-        return (self.attribute,)
 
     def encode(self, attrs: Mapping[str, Any]) -> SparseRow:
         """Unit-normalized sparse vector; :class:`SerializationError` for a bad attribute."""
-        try:
-            raw = attrs[self.attribute]
-        except KeyError:
-            raise SerializationError(
-                f"tuple has no attribute {self.attribute!r}: {dict(attrs)!r}"
-            ) from None
+        raw = self._raw(attrs)
         if not isinstance(raw, Mapping):
             raise SerializationError(
                 f"attribute {self.attribute!r} must map keyword -> weight, got {raw!r}"
@@ -284,67 +234,97 @@ class CosinePredicate:
             raise SerializationError(
                 f"attribute {self.attribute!r} has a non-numeric weight: {raw!r}"
             ) from None
-        keys = np.array(sorted(merged), dtype=np.int64)
-        weights = np.array([merged[k] for k in keys.tolist()], dtype=np.float64)
-        norm = float(np.sqrt(np.dot(weights, weights)))
-        if keys.size == 0 or norm == 0.0:
-            return SparseRow(np.zeros(1, np.int64), np.zeros(1))
-        return SparseRow(keys, weights / norm)
-
-    def new_store(self) -> SparseStore:
-        return SparseStore()
-
-    def store_from_snapshot(self, snap: Mapping[str, Any]) -> SparseStore:
-        return SparseStore.from_snapshot(snap)
-
-    def left_one(self, enc: SparseRow) -> SparseSide:
-        return _sparse_side([enc])
-
-    def left_from_store(self, store: SparseStore, rows: I64) -> SparseSide:
-        ptr = np.append(store.ptr.view(), len(store.keys))
-        starts, ends = ptr[rows], ptr[rows + 1]
-        lengths = ends - starts
-        idx = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(
-            int(lengths.sum())
-        )
-        ks = store.keys.view()[idx]
-        keys = np.unique(ks)
-        mat = np.zeros((len(rows), len(keys)))
-        mat[np.repeat(np.arange(len(rows)), lengths), np.searchsorted(keys, ks)] = (
-            store.weights.view()[idx]
-        )
-        return SparseSide(keys, mat)
-
-    @staticmethod
-    def take(side: SparseSide, idx: I64) -> SparseSide:
-        return SparseSide(side.keys, side.mat[idx])
-
-    @staticmethod
-    def concat(sides: Sequence[SparseSide]) -> SparseSide:
-        keys = np.unique(np.concatenate([s.keys for s in sides]))
-        mat = np.zeros((sum(s.mat.shape[0] for s in sides), len(keys)))
-        r = 0
-        for s in sides:
-            mat[r : r + s.mat.shape[0], np.searchsorted(keys, s.keys)] = s.mat
-            r += s.mat.shape[0]
-        return SparseSide(keys, mat)
+        row = sparse_row(merged)
+        norm = float(np.sqrt(np.dot(row.weights, row.weights)))
+        if norm == 0.0:
+            return EMPTY_ROW
+        return SparseRow(row.keys, row.weights / norm)
 
     def match(self, left: SparseSide, store: SparseStore, rows: I64 | None) -> BoolMatrix:
         """k×n: cosine(left[p], row) ≥ ε, via one gather + ``np.add.reduceat``."""
-        keys, weights = store.keys.view(), store.weights.view()
-        if left.keys.size == 0:
-            dots = np.zeros((left.mat.shape[0], len(store.ptr)))
+        return np.asarray(dots(left, store, rows) >= self.epsilon - COSINE_TOLERANCE)
+
+
+def overlap_threshold(epsilon: float) -> float:
+    """The overlap an ``overlap`` match needs: ε less a relative float tolerance (exact
+    for plain sets, whose overlaps are integers)."""
+    return epsilon - OVERLAP_TOLERANCE * max(1.0, abs(epsilon))
+
+
+@dataclass(frozen=True)
+class OverlapPredicate(SparsePredicate):
+    """Set overlap ≥ ε (Gedik et al., CIKM §1 and §5: the overlap join of item sets; the
+    inner-product join of weighted sets).
+
+    A set's items weigh 1, so the overlap of two sets is |A ∩ B|; two weighted sets
+    overlap by Σ_{x ∈ A ∩ B} w_A(x)·w_B(x), the same sum. An attribute is a set (a list
+    of items) or a weighted set (a map item → weight); an item is an integer or a
+    string, identified by its text, so ``7`` and ``"7"`` are the same item (an Avro map's
+    keys are strings).
+
+    >>> ov = build_predicate("overlap", attribute="items", epsilon=2)
+    >>> window = ov.new_store()
+    >>> window.append(ov.encode({"items": [1, 2, 3]}))
+    >>> window.append(ov.encode({"items": {"3": 1.0, "9": 1.0}}))
+    >>> left = ov.left_one(ov.encode({"items": [2, 3, 9]}))
+    >>> ov.match(left, window, None).tolist()   # overlaps 2 and 2
+    [[True, True]]
+    >>> heavy = ov.left_one(ov.encode({"items": {"9": 0.5}}))
+    >>> ov.match(heavy, window, None).tolist()  # 0 and 0.5·1
+    [[False, False]]
+    """
+
+    kind: str = "overlap"
+
+    def encode(self, attrs: Mapping[str, Any]) -> SparseRow:
+        """The set's 0/1 (or weighted) vector; :class:`SerializationError` names a bad
+        attribute, item or weight."""
+        raw = self._raw(attrs)
+        merged: dict[int, float] = {}
+        if isinstance(raw, Mapping):
+            for item, weight in raw.items():
+                k = keyword_key(self._item_text(item))
+                merged[k] = merged.get(k, 0.0) + self._weight(item, weight)
+        elif isinstance(raw, str | bytes) or not isinstance(raw, Iterable):
+            raise SerializationError(
+                f"attribute {self.attribute!r} must be a set (a list of items) or a weighted "
+                f"set (a map item -> weight), got {raw!r}"
+            )
         else:
-            pos = np.minimum(np.searchsorted(left.keys, keys), left.keys.size - 1)
-            hit = left.keys[pos] == keys
-            contrib = left.mat[:, pos] * np.where(hit, weights, 0.0)
-            dots = np.add.reduceat(contrib, store.ptr.view(), axis=1)
-        if rows is not None:
-            dots = dots[:, rows]
-        return np.asarray(dots >= self.epsilon - COSINE_TOLERANCE)
+            for item in raw:
+                merged[keyword_key(self._item_text(item))] = 1.0
+        return sparse_row(merged)
+
+    def _item_text(self, item: Any) -> str:
+        if isinstance(item, str):
+            return item
+        if isinstance(item, int | np.integer) and not isinstance(item, bool | np.bool_):
+            return str(int(item))
+        if isinstance(item, float | np.floating) and float(item).is_integer():
+            return str(int(item))
+        raise SerializationError(
+            f"attribute {self.attribute!r}: an item must be an integer or a string, "
+            f"got {item!r}"
+        )
+
+    def _weight(self, item: Any, weight: Any) -> float:
+        try:
+            w = float(weight)
+        except (TypeError, ValueError):
+            w = math.nan
+        if not math.isfinite(w) or isinstance(weight, bool):
+            raise SerializationError(
+                f"attribute {self.attribute!r}: item {item!r} has weight {weight!r}, "
+                "expected a finite number"
+            )
+        return w
+
+    def match(self, left: SparseSide, store: SparseStore, rows: I64 | None) -> BoolMatrix:
+        """k×n: overlap(left[p], row) ≥ ε, via one gather + ``np.add.reduceat``."""
+        return np.asarray(dots(left, store, rows) >= overlap_threshold(self.epsilon))
 
 
-Predicate = DensePredicate | CosinePredicate
+Predicate = DensePredicate | CosinePredicate | OverlapPredicate
 
 
 def build_predicate(
@@ -389,4 +369,8 @@ def build_predicate(
         return DensePredicate("distance", (x, y), epsilon)
     if kind == "cosine":
         return CosinePredicate(attribute or "keywords", epsilon)
+    if kind == "overlap":
+        if not attribute:
+            raise ConfigError("join.attribute: required for predicate 'overlap'")
+        return OverlapPredicate(attribute, epsilon)
     raise ConfigError(f"join.predicate: unknown predicate {kind!r}")

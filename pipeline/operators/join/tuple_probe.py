@@ -118,7 +118,7 @@ def _parts(state: JoinState, l: int, ts: int, selection: Selection | None, n_l: 
     win = state.windows[l]
     lo = ts - state.config.windows[l]
     if selection is None:
-        if indexed or not state.dense:
+        if indexed:
             return win.in_range(lo), None
         return win.merged_in_range(lo), None
     if not indexed:  # harvesting: exactly the rows of the chosen logical windows

@@ -18,18 +18,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.operators.join.basicwindow import BasicWindow, Rows
+from pipeline.operators.join.basicwindow import BasicWindow, Rows, Store
 from pipeline.operators.join.growable import GrowableArray
 from pipeline.operators.join.predicates import DenseStore, Predicate
+from pipeline.operators.join.sparse import SparseStore
 
 __all__ = ["StreamWindow", "logical_spans", "row_count"]
 
 class StreamWindow:
     """The basic windows of one stream, ordered by id (= ts // b).
 
-    Ours: for dense predicates the window also keeps a *merged* copy of all its rows
-    (:meth:`merged_in_range`) so a probe compares against the whole window in one NumPy
-    call instead of one per basic window (the per-call overhead dominated at b = w/10).
+    Ours: the window also keeps a *merged* copy of all its rows (:meth:`merged_in_range`)
+    so a probe compares against the whole window in one NumPy call instead of one per
+    basic window (the per-call overhead dominated at b = w/10; dense and sparse stores).
     Its rows are in basic-window order, as the per-basic-window scan visits them, so
     results come out in the same order. Inserts into the newest basic window append to
     it; an expiry or a late tuple drops it and it is rebuilt on the next probe.
@@ -168,19 +169,21 @@ class StreamWindow:
         return before - self.total
 
     def merged_in_range(self, lo: int) -> list[tuple[BasicWindow, NDArray[np.int64] | None]]:
-        """Like :meth:`in_range`, as one pseudo basic window holding every row (dense
-        stores only)."""
+        """Like :meth:`in_range`, as one pseudo basic window holding every row."""
         if not self.bids:
             return []
         merged = self._merged
         if merged is None:
             bws = [self.bws[bid] for bid in self.bids]
-            merged = BasicWindow(-1, DenseStore(
-                0, GrowableArray.from_array(np.concatenate(
-                    [bw.feats.rows.view() for bw in bws]))))  # type: ignore[union-attr]
+            merged = BasicWindow(-1, _merged_store(bws))
             merged.ts = GrowableArray.from_array(np.concatenate([bw.ts.view() for bw in bws]))
             merged.seq = GrowableArray.from_array(
                 np.concatenate([bw.seq.view() for bw in bws]))
+            merged.min_ts = min(bw.min_ts for bw in bws)
+            merged.max_ts = max(bw.max_ts for bw in bws)
+            # basic windows hold disjoint ts ranges in id order: the copy is in ts order
+            # iff every one of them is
+            merged.ordered = all(bw.ordered for bw in bws)
             self._merged = merged
         # the smallest basic-window id holds the oldest tuple (bid = ts // b)
         if self.bws[self.bids[0]].min_ts >= lo:
@@ -328,6 +331,15 @@ def logical_spans(chosen: tuple[int, ...], n: int) -> tuple[tuple[int, int], ...
         else:
             runs.append((v, v))
     return tuple(runs)
+
+
+def _merged_store(bws: list[BasicWindow]) -> Store:
+    """The feature stores of ``bws`` as one, rows in basic-window order."""
+    first = bws[0].feats
+    if isinstance(first, SparseStore):
+        return SparseStore.joined([bw.feats for bw in bws])  # type: ignore[misc]
+    return DenseStore(0, GrowableArray.from_array(np.concatenate(
+        [bw.feats.rows.view() for bw in bws])))  # type: ignore[union-attr]
 
 
 def _parts_from(lo: int, bws: list[BasicWindow]

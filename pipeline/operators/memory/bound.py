@@ -43,7 +43,8 @@ from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.config import MemoryConfig
-from pipeline.operators.join.predicates import CosinePredicate, Predicate, SparseRow
+from pipeline.operators.join.predicates import Predicate, SparsePredicate
+from pipeline.operators.join.sparse import SparseRow
 from pipeline.operators.join.windows import StreamWindow
 from pipeline.operators.memory.stats import ValueStats
 
@@ -158,7 +159,7 @@ class BoundedMemory:
         self.budgets = config.budgets(m)
         self.pools: list[list[int]] = (
             [list(range(m))] if config.allocation == "variable" else [[i] for i in range(m)])
-        sparse = isinstance(predicate, CosinePredicate)
+        sparse = isinstance(predicate, SparsePredicate)
         d = 0 if sparse else len(getattr(predicate, "columns", ()))
         self.res = [Residents(self.budgets[config.pool_of(i)] + 1, d, sparse)
                     for i in range(m)]

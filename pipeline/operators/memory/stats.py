@@ -33,7 +33,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.join.predicates import CosinePredicate, Predicate, SparseRow
+from pipeline.operators.join.predicates import Predicate, SparsePredicate
+from pipeline.operators.join.sparse import SparseRow
 
 F64 = NDArray[np.float64]
 #: quadrature points in the unit disk (centre, 6 at r = 0.45, 12 at r = 0.85): equal weights
@@ -109,12 +110,13 @@ class ValueStats:
         #: (ts, stream, keys, weights) of the input still inside the horizon
         self.log: deque[tuple[int, int, NDArray[Any], F64]] = deque()
         self._dropped = 0
-        assert isinstance(predicate, CosinePredicate) == (self.kind == "cosine")
+        #: set-valued predicates (cosine, overlap): one table entry per key of the vector
+        self.sparse = isinstance(predicate, SparsePredicate)
 
     # ------------------------------------------------------------------ input
     def keys_of(self, enc: Any) -> tuple[NDArray[Any], F64]:
         """The table keys (and weights) one tuple adds."""
-        if self.kind == "cosine":
+        if self.sparse:
             row: SparseRow = enc
             return row.keys, row.weights
         v = np.asarray(enc, dtype=np.float64).reshape(-1)
@@ -148,9 +150,10 @@ class ValueStats:
 
     # ------------------------------------------------------------------ queries
     def mass(self, stream: int, keys: Any) -> F64:
-        """C_stream(v) for each resident key (dense: n×d rows; cosine: list of rows)."""
+        """C_stream(v) for each resident key (dense: n×d rows; cosine, overlap: list of
+        rows)."""
         table = self.tables[stream]
-        if self.kind == "cosine":
+        if self.sparse:
             rows: list[SparseRow] = keys
             if not rows:
                 return np.zeros(0)

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.join.predicates import DenseStore, SparseStore, build_predicate
+from pipeline.operators.join.predicates import DenseStore, build_predicate
+from pipeline.operators.join.sparse import SparseStore
 from pipeline.operators.join.windows import StreamWindow
 
 OPS = st.lists(st.tuples(st.sampled_from(["insert", "remove", "expire", "probe"]),
