@@ -17,6 +17,8 @@ WORKLOAD_SCHEMAS: dict[str, str] = {
     "equi": "sensor_reading",
     "positions": "sensor_reading",
     "news": "news_item",
+    "overlap": "item_set",
+    "overlap-equi": "item_set",
 }
 
 _LEGAL = re.compile(r"^[A-Za-z0-9._-]+$")

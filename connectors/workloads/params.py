@@ -144,11 +144,52 @@ class PositionParams:
             )
 
 
-WorkloadParams = SensorParams | EquiParams | NewsParams | PositionParams
+@dataclass(frozen=True)
+class OverlapParams:
+    """Gedik et al. (CIKM) §5: streams of item sets whose item popularity rotates.
+
+    A set holds round(N(``size_mean``, ``size_std``)) distinct items (at least 1, at most
+    ``items``) of 1..L (L = ``items``), drawn one after another with probability ∝ the
+    item's popularity, Zipf with skew κ (``kappa``) over its popularity rank. The ranks
+    rotate with the cycle period ς (``cycle_s``): at stream time T a stream shifted by τ
+    has most popular item a = 1 + ⌊L·((T − τ) mod ς)/ς⌋, then a + 1, … (mod L). Stream i
+    (0-based) is shifted by i·τ (τ = ``shift_s``) unless ``--lags`` gives τ_i. Defaults:
+    the paper's L = 100, μ = 5, σ = 1, its Fig. 2 κ = 0.8, and ς = 2w, τ = 5/8·ς for its
+    w = 20 s windows.
+    """
+
+    items: int = 100
+    size_mean: float = 5.0
+    size_std: float = 1.0
+    kappa: float = 0.8
+    cycle_s: float = 40.0
+    shift_s: float = 25.0
+
+    def __post_init__(self) -> None:
+        _positive("overlap", items=self.items, cycle_s=self.cycle_s)
+        if self.size_mean < 1 or self.size_std < 0:
+            raise ConfigError(f"overlap.size_mean/size_std: need mean >= 1 and std >= 0, got "
+                              f"{self.size_mean!r}/{self.size_std!r}")
+        if self.kappa < 0:
+            raise ConfigError(f"overlap.kappa: must be >= 0, got {self.kappa!r}")
+
+
+@dataclass(frozen=True)
+class OverlapEquiParams(OverlapParams):
+    """The equi-join variant of :class:`OverlapParams` (Gedik et al., CIKM §5): single
+    values, L = 5,000, μ = 1, σ = 0; the same rotating popularity."""
+
+    items: int = 5000
+    size_mean: float = 1.0
+    size_std: float = 0.0
+
+
+WorkloadParams = (SensorParams | EquiParams | NewsParams | PositionParams | OverlapParams)
 
 
 _PARAMS_OF: dict[str, type] = {"sensors": SensorParams, "equi": EquiParams,
-                               "news": NewsParams, "positions": PositionParams}
+                               "news": NewsParams, "positions": PositionParams,
+                               "overlap": OverlapParams, "overlap-equi": OverlapEquiParams}
 
 
 def params_from(workload: str, pairs: dict[str, str]) -> WorkloadParams:

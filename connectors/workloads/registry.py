@@ -26,7 +26,14 @@ from connectors.io.topics import schema_for
 from connectors.workloads.disorder import sample_delays
 from connectors.workloads.equi import equi_columns
 from connectors.workloads.news import item_keywords, story_ids, story_profiles, vocabulary_words
-from connectors.workloads.params import EquiParams, NewsParams, PositionParams, SensorParams
+from connectors.workloads.overlap import overlap_columns
+from connectors.workloads.params import (
+    EquiParams,
+    NewsParams,
+    OverlapParams,
+    PositionParams,
+    SensorParams,
+)
 from connectors.workloads.positions import position_columns
 from connectors.workloads.sensors import sensor_columns
 from connectors.workloads.spec import (
@@ -37,7 +44,7 @@ from connectors.workloads.spec import (
     WorkloadSpec,
     event_times,
 )
-from connectors.workloads.table import Keywords, Workload
+from connectors.workloads.table import ItemSets, Keywords, Workload
 
 _EXTRA_KEYS = ("a1_skew",)
 
@@ -51,6 +58,8 @@ def _attributes(spec: WorkloadSpec, i: int, times: np.ndarray) -> dict[str, np.n
         return equi_columns(times, spec.start_ms, spec.duration_s, params, rng)
     if isinstance(params, PositionParams):
         return position_columns(times, spec.start_ms, i + 1, params, rng)
+    if isinstance(params, OverlapParams):
+        return overlap_columns(times, spec.start_ms, spec.lag_of(i), params, rng)
     return {"story": story_ids((times - spec.start_ms) / 1000.0, spec.lag_of(i), params, rng)}
 
 
@@ -71,6 +80,8 @@ def generate_workload(spec: WorkloadSpec) -> Workload:
         parts.append(cols)
     if spec.workload == "news":
         _add_news_keywords(spec, parts)
+    if "set_items" in parts[0]:
+        _pad_sets(parts)
     merged = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     order = np.lexsort((merged["seq"], merged["stream"], merged["arrival_time"]))
     merged = {key: col[order] for key, col in merged.items()}
@@ -81,7 +92,17 @@ def generate_workload(spec: WorkloadSpec) -> Workload:
         assert isinstance(params, NewsParams)
         vocab = tuple(vocabulary_words(params.vocabulary))
         keywords = Keywords(merged.pop("kw_idx"), merged.pop("kw_w"), vocab)
-    return Workload(spec, schema_for(spec.workload), merged, keywords, extras)
+    sets = ItemSets(merged.pop("set_items")) if "set_items" in merged else None
+    return Workload(spec, schema_for(spec.workload), merged, keywords, extras, sets)
+
+
+def _pad_sets(parts: list[dict[str, np.ndarray]]) -> None:
+    """Every stream's item-set matrix padded (−1) to the widest stream's width."""
+    width = max(p["set_items"].shape[1] for p in parts)
+    for p in parts:
+        sets = p["set_items"]
+        pad = np.full((sets.shape[0], width - sets.shape[1]), -1, dtype=np.int64)
+        p["set_items"] = np.concatenate([sets, pad], axis=1)
 
 
 def _add_news_keywords(spec: WorkloadSpec, parts: list[dict[str, np.ndarray]]) -> None:

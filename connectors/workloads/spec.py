@@ -15,14 +15,17 @@ from connectors.workloads.disorder import DelayModel, NoDelay
 from connectors.workloads.params import (
     EquiParams,
     NewsParams,
+    OverlapEquiParams,
+    OverlapParams,
     PositionParams,
     SensorParams,
     WorkloadParams,
 )
 from pipeline.core.errors import ConfigError
 
-WorkloadName = Literal["sensors", "news", "equi", "positions"]
-WORKLOADS: tuple[WorkloadName, ...] = ("sensors", "news", "equi", "positions")
+WorkloadName = Literal["sensors", "news", "equi", "positions", "overlap", "overlap-equi"]
+WORKLOADS: tuple[WorkloadName, ...] = ("sensors", "news", "equi", "positions", "overlap",
+                                       "overlap-equi")
 Arrivals = Literal["even", "poisson"]
 
 _PARAMS: dict[str, type] = {
@@ -30,9 +33,17 @@ _PARAMS: dict[str, type] = {
     "news": NewsParams,
     "equi": EquiParams,
     "positions": PositionParams,
+    "overlap": OverlapParams,
+    "overlap-equi": OverlapEquiParams,
 }
 # which workloads use per-stream lags τ_i and deviations κ_i
-_USES_LAGS = {"sensors", "news"}
+_USES_LAGS = {"sensors", "news", "overlap", "overlap-equi"}
+#: Gedik et al. (CIKM) Figs. 3–4: 100 tuples/s for 60 s, 500/s for 15 s, 300/s for 30 s,
+#: then 100/s again (the paper's "around"s; the last 45 s are ours: Fig. 3's span is
+#: not in the text), as (seconds, tuples/s) segments
+PAPER_PROFILE: tuple[tuple[float, float], ...] = ((60.0, 100.0), (15.0, 500.0),
+                                                  (30.0, 300.0), (45.0, 100.0))
+PROFILES = {"paper": PAPER_PROFILE}
 _USES_KAPPAS = {"sensors"}
 
 # sub-seed tags: one independent random stream per (stream, purpose)
@@ -56,7 +67,11 @@ class WorkloadSpec:
     * ``arrivals``: ``even`` (tuple j at start + j/rate, as Ji et al.'s 10 ms spacing) or
       ``poisson`` (exponential gaps with mean 1/rate).
     * ``lags_s``: τ_i in seconds (sensors: the GrubJoin lag; news: the agency's reporting
-      lag); empty = all 0. ``kappas``: κ_i (sensors only); empty = ``params.kappa``.
+      lag; overlap: the popularity shift); empty = all 0 (overlap: i·``shift_s``).
+      ``kappas``: κ_i (sensors only); empty = ``params.kappa``.
+    * ``profile``: the same rates over time for every stream, as (seconds, tuples/s)
+      segments one after another (the last rate holds to the end of ``duration_s``);
+      empty = the constant ``rates``.
     * ``disorder``: one delay model for all streams or one per stream.
     * ``params``: workload-specific knobs; None = the paper defaults for ``workload``.
 
@@ -75,6 +90,7 @@ class WorkloadSpec:
     seed: int = 0
     start_ms: int = 0
     params: WorkloadParams | None = None
+    profile: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.workload not in WORKLOADS:
@@ -111,6 +127,9 @@ class WorkloadSpec:
                 f"kappas: the {self.workload!r} workload has no deviations (only sensors), "
                 f"got {list(self.kappas)}"
             )
+        if any(not (d > 0 and r > 0) for d, r in self.profile):
+            raise ConfigError(f"profile: every segment needs seconds > 0 and a rate > 0, got "
+                              f"{[list(seg) for seg in self.profile]}")
         if any(k < 0 for k in self.kappas):
             raise ConfigError(f"kappas: every κ must be >= 0, got {list(self.kappas)}")
         if self.params is not None and not isinstance(self.params, _PARAMS[self.workload]):
@@ -136,9 +155,10 @@ class WorkloadSpec:
         return self.rates[i] if len(self.rates) > 1 else self.rates[0]
 
     def lag_of(self, i: int) -> float:
-        """τ_i in seconds (0-based i)."""
+        """τ_i in seconds (0-based i); overlap's default is i·``shift_s``."""
         if not self.lags_s:
-            return 0.0
+            params = self.resolved_params()
+            return i * params.shift_s if isinstance(params, OverlapParams) else 0.0
         return self.lags_s[i] if len(self.lags_s) > 1 else self.lags_s[0]
 
     def kappa_of(self, i: int) -> float:
@@ -159,7 +179,7 @@ class WorkloadSpec:
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary (for logs, dumps' sidecars and benchmark JSON)."""
-        return {
+        out: dict[str, Any] = {
             "workload": self.workload,
             "streams": self.streams,
             "rates": [self.rate_of(i) for i in range(self.streams)],
@@ -172,10 +192,15 @@ class WorkloadSpec:
             "start_ms": self.start_ms,
             "params": repr(self.resolved_params()),
         }
+        if self.profile:
+            out["profile"] = [list(seg) for seg in self.profile]
+        return out
 
 
 def event_times(spec: WorkloadSpec, i: int) -> np.ndarray:
     """Event times (ms, int64, non-decreasing) of stream i over [start, start + duration)."""
+    if spec.profile:
+        return _profile_times(spec, i)
     rate = spec.rate_of(i)
     span_ms = spec.duration_s * 1000.0
     if spec.arrivals == "even":
@@ -191,3 +216,39 @@ def event_times(spec: WorkloadSpec, i: int) -> np.ndarray:
             offsets = np.concatenate([offsets, more])
         offsets = np.floor(offsets[offsets < span_ms])
     return spec.start_ms + offsets.astype(np.int64)
+
+
+def profile_segments(spec: WorkloadSpec) -> list[tuple[float, float, float]]:
+    """(start s, end s, tuples/s) of the profile's segments within the duration, the last
+    rate held to its end."""
+    out: list[tuple[float, float, float]] = []
+    t = 0.0
+    for seconds, rate in spec.profile:
+        if t >= spec.duration_s:
+            break
+        out.append((t, min(t + seconds, spec.duration_s), rate))
+        t += seconds
+    if t < spec.duration_s:
+        out.append((t, spec.duration_s, spec.profile[-1][1]))
+    return out
+
+
+def _profile_times(spec: WorkloadSpec, i: int) -> np.ndarray:
+    """Event times under the rate profile: each segment spaced like a constant rate
+    (``even``: 1/rate apart from the segment's start; ``poisson``: exponential gaps)."""
+    rng = spec.rng(i, TAG_TIMES)
+    parts = []
+    for lo, hi, rate in profile_segments(spec):
+        span = hi - lo
+        if spec.arrivals == "even":
+            n = int(np.floor(rate * span + 1e-9))
+            offsets = np.arange(n, dtype=np.float64) * (1000.0 / rate)
+        else:
+            draw = int(rate * span + 6.0 * np.sqrt(rate * span) + 16)
+            offsets = np.cumsum(rng.exponential(1000.0 / rate, draw))
+            while offsets[-1] < span * 1000.0:
+                more = np.cumsum(rng.exponential(1000.0 / rate, draw)) + offsets[-1]
+                offsets = np.concatenate([offsets, more])
+            offsets = offsets[offsets < span * 1000.0]
+        parts.append(np.floor(lo * 1000.0 + offsets))
+    return spec.start_ms + np.concatenate(parts).astype(np.int64)

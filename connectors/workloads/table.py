@@ -1,8 +1,9 @@
 """A generated workload in columnar form (NumPy), in arrival order, and its record views.
 
-Records are dicts with exactly the field names of the Avro schema (``sensor_reading`` or
-``news_item``); :meth:`Workload.records` builds them, :meth:`Workload.write_jsonl` dumps
-them one JSON object per line (the ground truth for oracles).
+Records are dicts with exactly the field names of the Avro schema (``sensor_reading``,
+``news_item`` or ``item_set``); :meth:`Workload.records` builds them,
+:meth:`Workload.write_jsonl` dumps them one JSON object per line (the ground truth for
+oracles).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pipeline.core.gcpause import gc_paused
 
 SENSOR_FIELDS = ("stream", "seq", "event_time", "arrival_time", "value", "a1", "x", "y")
 NEWS_FIELDS = ("stream", "seq", "event_time", "arrival_time", "story", "agency", "keywords")
+SET_FIELDS = ("stream", "seq", "event_time", "arrival_time", "items", "value")
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,32 @@ class Keywords:
         return out
 
 
+@dataclass(frozen=True)
+class ItemSets:
+    """Item sets, one row per tuple: items in draw order, −1 where a smaller set ends."""
+
+    items: np.ndarray
+
+    def row_lists(self, start: int, stop: int) -> list[list[int]]:
+        """Each set of tuples ``start``..``stop``-1 as a list of its items."""
+        rows = self.items[start:stop]
+        sizes = (rows >= 0).sum(axis=1)
+        flat = rows[rows >= 0].tolist()
+        out: list[list[int]] = []
+        at = 0
+        for n in sizes.tolist():
+            out.append(flat[at : at + n])
+            at += n
+        return out
+
+
 @dataclass(frozen=True, eq=False)
 class Workload:
     """Columns of every generated tuple in arrival order (arrival_time, stream, seq).
 
     ``columns`` holds ``stream`` (0-based stream index), ``seq``, ``event_time``,
-    ``arrival_time``, ``delay`` and the workload's attributes; ``keywords`` is set for news.
+    ``arrival_time``, ``delay`` and the workload's attributes; ``keywords`` is set for news,
+    ``sets`` for the overlap workloads.
     """
 
     spec: WorkloadSpec
@@ -63,6 +85,7 @@ class Workload:
     columns: dict[str, np.ndarray]
     keywords: Keywords | None = None
     extras: dict[str, np.ndarray] = field(default_factory=dict)
+    sets: ItemSets | None = None
 
     def __len__(self) -> int:
         return len(self.columns["seq"])
@@ -70,6 +93,8 @@ class Workload:
     @property
     def fields(self) -> tuple[str, ...]:
         """The record field names (the Avro schema's)."""
+        if self.schema == "item_set":
+            return SET_FIELDS
         return NEWS_FIELDS if self.schema == "news_item" else SENSOR_FIELDS
 
     def stream_counts(self) -> dict[str, int]:
@@ -93,6 +118,12 @@ class Workload:
             cols["event_time"][start:stop].tolist(),
             cols["arrival_time"][start:stop].tolist(),
         ]
+        if self.sets is not None:
+            items = self.sets.row_lists(start, stop)
+            values = cols["value"][start:stop].tolist()
+            return [{"stream": s, "seq": q, "event_time": e, "arrival_time": a, "items": it,
+                     "value": v}
+                    for s, q, e, a, it, v in zip(*head, items, values, strict=True)]
         if self.schema == "news_item":
             assert self.keywords is not None
             stories = cols["story"][start:stop].tolist()

@@ -39,6 +39,7 @@ from connectors.workloads import (
     parse_model,
 )
 from connectors.workloads.params import WorkloadParams, params_from
+from connectors.workloads.spec import PROFILES
 from pipeline.cli.args import float_list, non_negative_int, positive_float, positive_int
 from pipeline.core.errors import ConfigError, DeliveryError
 from pipeline.core.logging import get_logger
@@ -56,6 +57,7 @@ _FLAGS = {
     "duration_s": "--duration",
     "seed": "--seed",
     "start_ms": "--start-ms",
+    "profile": "--profile",
 }
 
 _LOG_EVERY_S = 10.0
@@ -77,6 +79,26 @@ def disorder_arg(text: str) -> tuple[DelayModel, ...]:
         return tuple(parse_model(p) for p in parts)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def profile_arg(text: str) -> tuple[tuple[float, float], ...]:
+    """argparse type of ``--profile``: a named profile (``paper``) or SECONDS:RATE
+    segments separated by commas."""
+    if text in PROFILES:
+        return PROFILES[text]
+    out = []
+    for part in text.split(","):
+        seconds, sep, rate = part.partition(":")
+        try:
+            seg = (float(seconds), float(rate))
+        except ValueError:
+            seg = (math.nan, math.nan)
+        if not sep or not all(math.isfinite(v) and v > 0 for v in seg):
+            raise argparse.ArgumentTypeError(
+                f"expected {' or '.join(sorted(PROFILES))} or SECONDS:RATE[,SECONDS:RATE..] "
+                f"with both > 0, got {part!r}")
+        out.append(seg)
+    return tuple(out)
 
 
 def finite_float(text: str) -> float:
@@ -115,7 +137,16 @@ def _workload_arguments(p: argparse.ArgumentParser) -> None:
         "--lags",
         type=float_list(finite_float),
         default=[],
-        help="per-stream lags τ_i in seconds, comma-separated (sensors, news)",
+        help="per-stream lags τ_i in seconds, comma-separated (sensors, news; overlap: the "
+        "popularity shift, default i·shift_s)",
+    )
+    p.add_argument(
+        "--profile",
+        type=profile_arg,
+        default=(),
+        help="rates over time for every stream instead of --rate: 'paper' (Gedik et al. "
+        "CIKM Fig. 3: 100/s 60 s, 500/s 15 s, 300/s 30 s, 100/s 45 s) or SECONDS:RATE "
+        "segments, e.g. 60:100,15:500; the last rate holds to --duration",
     )
     p.add_argument(
         "--kappas",
@@ -154,7 +185,7 @@ def _publish_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE",
         help="a knob of the workload's generator (repeatable), e.g. news "
-        "story_interval_s=0.5 (connectors/workloads/params.py)",
+        "story_interval_s=0.5, overlap kappa=0.6 (connectors/workloads/params.py)",
     )
     p.add_argument(
         "--partitions", type=positive_int, default=1, help="partitions of new topics (1)"
@@ -211,6 +242,7 @@ def spec_from_args(args: argparse.Namespace) -> WorkloadSpec:
             seed=args.seed,
             start_ms=args.start_ms,
             params=_params(args),
+            profile=tuple(getattr(args, "profile", ())),
         )
     except ConfigError as exc:
         field, sep, rest = str(exc).partition(":")
