@@ -52,13 +52,15 @@ class JoinSpec(BaseModel):
     x: str = "x"
     y: str = "y"
     epsilon: float = Field(default=0.0, ge=0.0)
-    #: per-basic-window sorted indexes (beyond the paper): band and equi joins only
+    #: per-basic-window indexes: sorted for band and equi joins (beyond the paper),
+    #: inverted for overlap joins (Gedik et al., CIKM §4)
     index: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> JoinSpec:
-        if self.index and self.predicate not in ("equi", "band"):
-            raise ValueError(f"index: only for equi and band joins, not {self.predicate!r}")
+        if self.index and self.predicate not in ("equi", "band", "overlap"):
+            raise ValueError(f"index: only for equi, band and overlap joins, not "
+                             f"{self.predicate!r}")
         if len(set(self.streams)) != len(self.streams):
             raise ValueError(f"streams: duplicate stream names in {list(self.streams)}")
         if (self.window_ms is None) == (self.windows_ms is None):

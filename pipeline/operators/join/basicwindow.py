@@ -9,6 +9,9 @@ instead of comparing every row. The index covers a prefix of the rows and is reb
 when the unsorted tail grows past a quarter of it (amortized O(log n) per insert); the
 tail is scanned linearly. Candidates are a superset (the range is widened by a few
 ulps) and the caller re-checks them with the exact predicate, so results are exact.
+A sparse store (``overlap``) keeps an inverted index instead, rebuilt by the same rule
+(:meth:`BasicWindow.overlaps`; Gedik et al., CIKM §4: one index per basic window, its
+posting lists time-sorted), which gives the exact overlaps themselves.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from numpy.typing import NDArray
 
 from pipeline.operators.join.growable import GrowableArray
 from pipeline.operators.join.predicates import DenseStore, Predicate
-from pipeline.operators.join.sparse import SparseStore
+from pipeline.operators.join.sparse import InvertedIndex, SparseSide, SparseStore, tail_dots
 
 Store = DenseStore | SparseStore
 #: rows of a basic window: None = all, a slice (contiguous) or ascending row indices
@@ -33,7 +36,7 @@ class BasicWindow:
     its rows in ts order (late tuples are inserted in place); a sparse one appends them
     and is ``ordered`` only until the first late tuple."""
 
-    __slots__ = ("_ix_n", "_ix_rows", "_ix_vals", "bid", "dirty", "feats", "max_ts",
+    __slots__ = ("_inv", "_ix_n", "_ix_rows", "_ix_vals", "bid", "dirty", "feats", "max_ts",
                  "min_ts", "ordered", "seq", "ts")
 
     def __init__(self, bid: int, feats: Store) -> None:
@@ -51,6 +54,7 @@ class BasicWindow:
         self._ix_n = 0  # rows covered by the sorted index
         self._ix_vals: NDArray[np.float64] = np.zeros(0)
         self._ix_rows: NDArray[np.int64] = np.zeros(0, np.int64)
+        self._inv: InvertedIndex | None = None  # sparse stores: the inverted index
 
     def misses(self, lo: float, hi: float) -> bool:
         """True iff the index covers every row and no value can lie in [lo, hi] (a
@@ -87,6 +91,25 @@ class BasicWindow:
             self._ix_rows = order.astype(np.int64)
             self._ix_n = n
         return self._ix_vals, self._ix_rows, self._ix_n
+
+    def overlaps(self, left: SparseSide, sealed: bool = False) -> tuple[NDArray[np.float64], int]:
+        """(inner product of the probing row with every row, postings read): the
+        inverted index over a prefix of the rows (sparse stores; rebuilt like the
+        sorted index, when the unindexed tail outgrows a quarter of it or at once when
+        ``sealed``), the tail scanned (one read per tail row)."""
+        store = self.feats
+        assert isinstance(store, SparseStore)
+        n = len(self.ts)
+        tail_n = n - self._ix_n
+        if tail_n > 0 and (sealed or tail_n > max(32, self._ix_n // 4)):
+            self._inv = InvertedIndex.of(store)
+            self._ix_n = n
+        if self._ix_n == 0 or self._inv is None:
+            return tail_dots(left, store, 0)[0], n
+        head, read = self._inv.dots(left)
+        if n == self._ix_n:
+            return head, read
+        return np.concatenate([head, tail_dots(left, store, self._ix_n)[0]]), read + n - self._ix_n
 
     def __len__(self) -> int:
         return len(self.ts)

@@ -32,7 +32,8 @@ class JoinConfig:
     windows: tuple[int, ...]
     basic_window_ms: int
     predicate: Predicate
-    #: ours: per-basic-window sorted indexes for band/equi predicates (see windows.py);
+    #: ours: per-basic-window sorted indexes for band/equi predicates, inverted ones for
+    #: overlap (Gedik et al., CIKM §4; see basicwindow.py);
     #: the probe then costs 1 per basic window touched plus k per matching row
     index: bool = False
 

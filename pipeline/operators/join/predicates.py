@@ -321,7 +321,12 @@ class OverlapPredicate(SparsePredicate):
 
     def match(self, left: SparseSide, store: SparseStore, rows: I64 | None) -> BoolMatrix:
         """k×n: overlap(left[p], row) ≥ ε, via one gather + ``np.add.reduceat``."""
-        return np.asarray(dots(left, store, rows) >= overlap_threshold(self.epsilon))
+        return self.passes(dots(left, store, rows))
+
+    def passes(self, overlaps: F64) -> BoolMatrix:
+        """Which overlaps reach ε (the threshold :meth:`match` and the inverted index
+        apply)."""
+        return np.asarray(overlaps >= overlap_threshold(self.epsilon))
 
 
 Predicate = DensePredicate | CosinePredicate | OverlapPredicate

@@ -55,6 +55,19 @@ def index_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows,
     return cand[pred.match(left, bw.feats, cand)[0]], int(cand.size)
 
 
+def inverted_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows,
+                  sealed: bool) -> tuple[I64, int]:
+    """Rows of ``bw`` (among ``rows``; None = all) matching the probing tuple by the
+    basic window's inverted index (``overlap``: the overlaps are exact, no re-check).
+    Returns (rows, postings read)."""
+    overlaps, read = bw.overlaps(left, sealed=sealed)
+    mask = pred.passes(overlaps)
+    assert not isinstance(rows, slice)
+    if rows is None:
+        return np.flatnonzero(mask), read
+    return rows[mask[rows]], read
+
+
 def scan_hits(pred: Any, left: Any, bw: BasicWindow, rows: Rows) -> tuple[I64, int]:
     """Rows of ``bw`` (among ``rows``) matching the probing tuple, by one 1×n predicate
     test: every member must match it, so only these rows meet the k partial results.

@@ -197,3 +197,57 @@ def dots(left: SparseSide, store: SparseStore, rows: I64 | None) -> F64:
         contrib = left.mat[:, pos] * np.where(hit, weights, 0.0)
         out = np.add.reduceat(contrib, store.ptr.view(), axis=1)
     return out if rows is None else out[:, rows]
+
+
+def tail_dots(left: SparseSide, store: SparseStore, first: int) -> F64:
+    """:func:`dots` of the left rows with the store's rows ``first``.. only."""
+    ptr = store.ptr.view()[first:]
+    if ptr.shape[0] == 0:
+        return np.zeros((left.mat.shape[0], 0))
+    at = int(ptr[0])
+    tail = SparseStore(GrowableArray.from_array(store.keys.view()[at:]),
+                       GrowableArray.from_array(store.weights.view()[at:]),
+                       GrowableArray.from_array(ptr - at))
+    return dots(left, tail, None)
+
+
+@dataclass(frozen=True, slots=True)
+class InvertedIndex:
+    """The rows of a store by key (Gedik et al., CIKM §4: the inverted index of a basic
+    window): key ``keys[k]``'s postings are ``rows[starts[k]:starts[k + 1]]`` with their
+    weights, ascending — the rows' arrival order, so the lists are *time-sorted*."""
+
+    keys: I64
+    starts: I64
+    rows: I64
+    weights: F64
+    n: int
+
+    @staticmethod
+    def of(store: SparseStore) -> InvertedIndex:
+        """The index of every row of ``store`` (one stable sort of its entries by key)."""
+        keys, weights = store.keys.view(), store.weights.view()
+        ptr = store.ptr.view()
+        lengths = np.diff(np.append(ptr, keys.shape[0]))
+        rows = np.repeat(np.arange(ptr.shape[0], dtype=np.int64), lengths)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        distinct, starts = np.unique(sorted_keys, return_index=True)
+        return InvertedIndex(distinct, np.append(starts, sorted_keys.shape[0]).astype(np.int64),
+                             rows[order], weights[order], int(ptr.shape[0]))
+
+    def dots(self, row: SparseSide) -> tuple[F64, int]:
+        """(inner product of the one left row with each of the n indexed rows, postings
+        read): the left keys' posting lists merged by one ``np.bincount``."""
+        if self.keys.shape[0] == 0 or row.keys.shape[0] == 0:
+            return np.zeros(self.n), 0
+        pos = np.minimum(np.searchsorted(self.keys, row.keys), self.keys.shape[0] - 1)
+        found = self.keys[pos] == row.keys
+        lo, hi = self.starts[pos[found]], self.starts[pos[found] + 1]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(self.n), 0
+        idx = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        w = np.repeat(row.mat[0, found], lengths) * self.weights[idx]
+        return np.bincount(self.rows[idx], w, minlength=self.n).astype(np.float64), total

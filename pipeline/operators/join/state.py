@@ -56,7 +56,7 @@ class JoinState:
         #: whether the predicate compares dense feature rows (the run path's condition)
         self.dense = isinstance(config.predicate, DensePredicate)
         self._use_index = config.index and getattr(config.predicate, "kind", None) in (
-            "band", "equi")
+            "band", "equi", "overlap")
         self._orders: dict[int, tuple[int, ...]] = {}  # default_order cache
         self._selections: dict[tuple[int, tuple[int, ...]], Selection | None] = {}
         #: per stream, the run path's sorted value index; None = stale (a tuple went in
@@ -65,7 +65,8 @@ class JoinState:
 
     @property
     def use_index(self) -> bool:
-        """Whether probes use the per-basic-window sorted indexes (band/equi + index)."""
+        """Whether probes use the per-basic-window indexes (band/equi: sorted; overlap:
+        inverted; with ``[join] index``)."""
         return self._use_index
 
     # ------------------------------------------------------------------ windows

@@ -26,6 +26,7 @@ from pipeline.operators.join.probe_steps import (
     covered,
     extend,
     index_hits,
+    inverted_hits,
     match_partials,
     rows_selected,
     scan_hits,
@@ -34,6 +35,9 @@ from pipeline.operators.join.state import SAMPLE_EVERY, JoinState, Selection
 
 I64 = NDArray[np.int64]
 Band = tuple[float, float]
+#: the index query of an ``overlap`` probe: its basic windows' inverted indexes
+INVERTED = "inverted"
+Query = Band | str
 
 
 def probe_tuple(state: JoinState, stream: int, ts: int, seq: int, enc: Any,
@@ -47,7 +51,7 @@ def probe_tuple(state: JoinState, stream: int, ts: int, seq: int, enc: Any,
     if plan is not None and plan.windows is not None and plan.windows[0] == ():
         # harvesting scans no window of the first partner: nothing can match (fast path)
         return _no_results(state, stream, ts, order, plan, [0], 0, [1], 0)
-    band = _index_band(pred, left) if state.use_index else None
+    band = _index_query(pred, left) if state.use_index else None
     # the partial results so far: one column per bound stream (the probing tuple's
     # predicate side stays one row)
     p_ts: dict[int, I64] = {stream: np.array([ts], np.int64)}
@@ -92,19 +96,26 @@ def _count_probe(state: JoinState, stream: int, ts: int, left: Any,
 def _sample_selectivity(state: JoinState, stream: int, ts: int, left: Any) -> int:
     """Match the probing tuple alone against every other window; returns comparisons."""
     pred: Any = state.config.predicate
+    inverted = state.use_index and pred.kind == "overlap"
     cost = 0
     for l in state.others[stream]:
         for bw, rows in state.windows[l].in_range(ts - state.config.windows[l]):
             n = len(bw) if rows is None else int(rows.size)
-            state.add_sample(stream, l, int(np.count_nonzero(pred.match(left, bw.feats, rows))),
-                             n)
+            if inverted:  # the same count, by the basic window's inverted index
+                found = int(inverted_hits(pred, left, bw, rows, False)[0].size)
+            else:
+                found = int(np.count_nonzero(pred.match(left, bw.feats, rows)))
+            state.add_sample(stream, l, found, n)
             cost += n
     return cost
 
 
-def _index_band(pred: Any, left: Any) -> Band:
-    """Value range the sorted per-basic-window indexes are searched with
-    (:func:`~pipeline.operators.join.predicates.value_bounds` of the probing value)."""
+def _index_query(pred: Any, left: Any) -> Query:
+    """What the per-basic-window indexes are searched with: the value range of the
+    sorted indexes (:func:`~pipeline.operators.join.predicates.value_bounds` of the
+    probing value), or the inverted indexes of an ``overlap`` join (the probing set)."""
+    if pred.kind == "overlap":
+        return INVERTED
     lo, hi = value_bounds(pred, np.array([float(left[0, 0])]))
     return float(lo[0]), float(hi[0])
 
@@ -129,7 +140,7 @@ def _parts(state: JoinState, l: int, ts: int, selection: Selection | None, n_l: 
 
 def _scan_position(
     state: JoinState, l: int, ts: int, left: Any, partners: list[Any], k: int,
-    selection: Selection | None, band: Band | None, last: bool,
+    selection: Selection | None, band: Query | None, last: bool,
 ) -> tuple[Found | None, int, int]:
     """One NLJ step against W_l: the rows matching the probing tuple (``left``) and,
     for each, the k partial results (``partners`` = their bound streams' sides) it
@@ -162,18 +173,21 @@ def _scan_position(
 
 def _scan_basic_window(
     pred: Any, bw: BasicWindow, rows: Rows, ts: int, left: Any, partners: list[Any], k: int,
-    sel: NDArray[np.bool_] | None, band: Band | None, b: int, n_l: int, sealed: bool,
+    sel: NDArray[np.bool_] | None, band: Query | None, b: int, n_l: int, sealed: bool,
 ) -> tuple[tuple[I64, I64] | None, int, int]:
     """One stored basic window of an NLJ step: (partial result, row) of every extension
     it adds (None: none), tuple comparisons accounted, pair evaluations run."""
-    if band is not None and bw.misses(band[0], band[1]):
+    if isinstance(band, tuple) and bw.misses(band[0], band[1]):
         return None, 1, 0  # one index lookup, nothing in range
     if sel is not None and not covered(sel, ts, bw.min_ts, bw.max_ts, b, n_l):
         rows = rows_selected(sel, ts, bw, rows, b, n_l)
         if rows.size == 0:
             return None, 0, 0
-    if band is not None:
+    if isinstance(band, tuple):
         hit_rows, checks = index_hits(pred, left, bw, rows, band, sealed=sealed)
+        scanned = 1 + k * int(hit_rows.size)
+    elif band is not None:  # one lookup, then k per row found (as a sorted index)
+        hit_rows, checks = inverted_hits(pred, left, bw, rows, sealed=sealed)
         scanned = 1 + k * int(hit_rows.size)
     else:
         hit_rows, checks = scan_hits(pred, left, bw, rows)

@@ -121,7 +121,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY))
         #: indexed cost model (ours, fitted to the batched indexed probe) iff the join
         #: runs its sorted indexes
-        self.indexed = join.index and getattr(join.predicate, "kind", None) in ("band", "equi")
+        self.indexed = join.index and getattr(join.predicate, "kind", None) in (
+            "band", "equi", "overlap")
         self.stats = OnlineStats(config.m, DECAY, per_window=self.indexed)
         #: the plans' random choices, a run at a time (draws.py); ``legacy_draws``: a
         #: state restored from before it keeps drawing one choice at a time
