@@ -1,4 +1,5 @@
-"""`harvest oracle`: the exact join answer of a dump (DuckDB SQL; NumPy brute force for cosine)."""
+"""`harvest oracle`: the exact join answer of a dump (DuckDB SQL; NumPy brute force for
+cosine)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "oracle",
         help="compute the exact join result of a dump",
         description="Join the complete, sorted dump exactly: window condition and predicate "
-        "for every pair of members. DuckDB SQL for equi/band/distance, NumPy for cosine.",
+        "for every pair of members. DuckDB SQL for equi/band/distance/overlap, NumPy for cosine.",
     )
     p.add_argument("--spec", type=Path, required=True, help="job spec (TOML)")
     p.add_argument("--input", type=Path, required=True, help="dump (JSON lines)")
