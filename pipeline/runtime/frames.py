@@ -71,7 +71,7 @@ def events_of(rows: pd.DataFrame, attributes: Sequence[str], needed: set[str]
     """Sorted envelope rows → events; each event carries the attributes of ``attributes``
     that are in ``needed`` (what the predicate reads; the engine never looks at others).
     An Arrow map arrives as a list of (key, value) pairs and becomes a dict; an Arrow
-    array (an ``overlap`` set) stays a sequence of items."""
+    array (an ``overlap`` set) becomes a list of its items."""
     if rows.empty:
         return []
     attrs: dict[str, list[Any]] = {}
@@ -80,6 +80,9 @@ def events_of(rows: pd.DataFrame, attributes: Sequence[str], needed: set[str]
             values = rows[name].tolist()
             if _is_map_column(values):
                 values = [dict(v) if v is not None else None for v in values]
+            elif any(isinstance(v, np.ndarray) for v in values[:1]):
+                # an Arrow array as NumPy: plain lists, so attributes compare with ==
+                values = [v.tolist() if isinstance(v, np.ndarray) else v for v in values]
             attrs[name] = values
     head = (_ints(rows["stream_idx"]), _ints(rows["seq"]), _ints(rows["event_time"]),
             _ints(rows["arrival_time"]))

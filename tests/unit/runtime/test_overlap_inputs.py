@@ -125,3 +125,4 @@ def test_frames_keep_arrays_and_turn_maps_into_dicts() -> None:
     assert encoded[0] == encoded[1] == encoded[2]
     assert isinstance(events_of(maps, ("items",), {"items"})[0].attrs["items"], dict)
     assert events_of(lists, ("items",), {"items"})[0].attrs["items"] == ["1", "2", "3"]
+    assert events_of(arrays, ("items",), {"items"})[0].attrs["items"] == [1, 2, 3]
