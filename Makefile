@@ -1,4 +1,4 @@
-# harvest — every target bootstraps what it needs (venv, PyPI packages, Maven jars, Kafka).
+# harvest — every target bootstraps what it needs (venv, PyPI packages, jars, Kafka).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +8,7 @@ JARS := $(CACHE)/jars
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv jars native registry kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
+.PHONY: help venv jars jars-lock native registry kafka-up kafka-down test test-unit test-all lint typecheck demo bench bench-quick spark-cluster-up spark-cluster-down clean
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2}'
@@ -21,16 +21,16 @@ $(BIN)/.stamp: pyproject.toml
 
 venv: $(BIN)/.stamp ## Create .venv and install the package with dev extras
 
-$(JARS)/.stamp: infra/maven/pom.xml
-	@command -v mvn >/dev/null || { echo "error: Maven (mvn) is required to fetch the jars; apt-get install maven" >&2; exit 2; }
-	@command -v java >/dev/null || { echo "error: Java 17+ is required; apt-get install openjdk-17-jre-headless" >&2; exit 2; }
-	rm -rf $(JARS)/kafka $(JARS)/spark
-	mvn -q -B -f infra/maven/pom.xml -Pkafka dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS))/kafka -DincludeScope=runtime
-	mvn -q -B -f infra/maven/pom.xml -Pspark dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS))/spark -DincludeScope=runtime
-	@echo "jars: $$(ls $(JARS)/kafka | wc -l) in $(JARS)/kafka, $$(ls $(JARS)/spark | wc -l) in $(JARS)/spark"
+# `harvest setup`: the jars of connectors/launch/jars.lock.json from Maven Central (or the
+# local Maven repository), SHA-256 checked; no Maven needed
+$(JARS)/.stamp: connectors/launch/jars.lock.json $(BIN)/.stamp
+	$(BIN)/harvest setup
 	@touch $@
 
-jars: $(JARS)/.stamp ## Fetch Kafka broker + Spark connector jars with Maven (cached)
+jars: $(JARS)/.stamp ## Fetch the Kafka broker + Spark connector jars (`harvest setup`; cached)
+
+jars-lock: ## Rewrite connectors/launch/jars.lock.json from infra/maven/pom.xml (needs Maven)
+	$(PYTHON) infra/maven/write_lock.py
 
 # jemalloc for the Spark JVM (bounded native memory, docs/NOTES.md "soak"): Debian's
 # libjemalloc2 unpacked into the cache, no root needed; without it the JVM uses glibc

@@ -1,9 +1,10 @@
-"""Local JVM prerequisites: the ``java`` executable and the Maven-fetched jar sets.
+"""Local JVM prerequisites: the ``java`` executable and the jar sets of `harvest setup`.
 
-`make jars` copies the dependencies of ``infra/maven/pom.xml`` into
-``<jars_dir>/kafka`` (broker + tools + log4j2) and ``<jars_dir>/spark`` (the Structured
-Streaming Kafka source/sink and spark-avro, without what the pyspark wheel ships).
-Everything here raises :class:`InfraError` with the command that fixes the problem.
+`harvest setup` (:mod:`connectors.launch.jar_fetch`; `make jars` runs it) puts the jars of
+the lock into ``<jars_dir>/kafka`` (broker + tools + log4j2) and ``<jars_dir>/spark`` (the
+Structured Streaming Kafka source/sink and spark-avro, without what the pyspark wheel
+ships). Everything here raises :class:`InfraError` with the command that fixes the
+problem; missing jars raise :class:`SetupRequiredError` (exit 2).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pipeline.core.errors import InfraError
+from pipeline.core.errors import InfraError, SetupRequiredError
 
 MIN_JAVA_MAJOR = 17
-_FIX_JARS = "run `make jars` (needs Maven and network access to Maven Central)"
+#: what every missing-jars error says (`make jars` in a checkout runs `harvest setup`)
+FIX_JARS = "run `harvest setup` (in a checkout: `make jars`) to fetch them"
 _FIX_JAVA = "install Java 17+ (apt-get install openjdk-17-jre-headless) or set HARVEST_JAVA_HOME"
 _VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
@@ -63,13 +65,15 @@ def jar_set(jars_dir: Path, profile: str, marker: str) -> list[Path]:
     """All jars of one Maven profile (``kafka`` or ``spark``), sorted by name.
 
     ``marker`` is a glob that must match (e.g. ``kafka_2.13-*.jar``); a missing directory
-    or marker raises :class:`InfraError` telling the user to run `make jars`.
+    or marker raises :class:`SetupRequiredError` telling the user to run `harvest setup`.
     """
     directory = jars_dir / profile
     if not directory.is_dir():
-        raise InfraError(f"{profile} jars not found: {directory} does not exist; {_FIX_JARS}")
+        raise SetupRequiredError(
+            f"{profile} jars not found: {directory} does not exist; {FIX_JARS}")
     if not any(directory.glob(marker)):
-        raise InfraError(f"{profile} jars incomplete: no {marker} in {directory}; {_FIX_JARS}")
+        raise SetupRequiredError(
+            f"{profile} jars incomplete: no {marker} in {directory}; {FIX_JARS}")
     return sorted(directory.glob("*.jar"))
 
 
@@ -78,10 +82,15 @@ def kafka_jars(jars_dir: Path) -> list[Path]:
     return jar_set(jars_dir, "kafka", "kafka_2.13-*.jar")
 
 
+def spark_jars(jars_dir: Path) -> list[Path]:
+    """The Spark job's connector jars (spark-sql-kafka, spark-avro, kafka-clients, ...)."""
+    return jar_set(jars_dir, "spark", "spark-sql-kafka-0-10_2.13-*.jar")
+
+
 def kafka_version(jars_dir: Path) -> str:
     """The Kafka version of the fetched broker jars, from the ``kafka_2.13-<v>.jar`` name."""
     for jar in kafka_jars(jars_dir):
         match = re.fullmatch(r"kafka_2\.13-(.+)\.jar", jar.name)
         if match:
             return match.group(1)
-    raise InfraError(f"no kafka_2.13-<version>.jar in {jars_dir / 'kafka'}; {_FIX_JARS}")
+    raise SetupRequiredError(f"no kafka_2.13-<version>.jar in {jars_dir / 'kafka'}; {FIX_JARS}")

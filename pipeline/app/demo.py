@@ -27,6 +27,7 @@ from pydantic import SecretStr
 
 from connectors.io.consumer import Consumed, ConsumerConfig, consume
 from connectors.io.serde import AvroSerde
+from connectors.launch.jars import kafka_jars, spark_jars
 from connectors.workloads import WorkloadSpec, generate, parse_model
 from pipeline.app.capacity import Capacity, measure_capacity, refine_rates
 from pipeline.core.errors import ConfigError, InfraError
@@ -65,6 +66,8 @@ class DemoConfig:
     #: any input is published (see _wait_for_query)
     idle_s: float = 40.0
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: the job's Spark UI (127.0.0.1, port 4040 or the next free one; its URL printed)
+    ui: bool = True
 
     def __post_init__(self) -> None:
         for name in ("duration_s", "speedup", "load", "sample_rate", "sample_seconds",
@@ -265,10 +268,15 @@ def _run_job(step: Steps, cfg: DemoConfig, run: DemoRun, env: dict[str, str]) ->
     spec_path.write_text(spec_to_toml(run.spec))
     step(f"starting the Spark job (master {cfg.master})")
     t0 = time.monotonic()
+    name = (cfg.spec_path or Path("demo")).stem
     job = Child("submit", ["submit", "--spec", str(spec_path), "--master", cfg.master,
-                           "--until-idle", f"{cfg.idle_s:g}"], run.workdir, env)
+                           "--until-idle", f"{cfg.idle_s:g}", "--name", name,
+                           "--ui" if cfg.ui else "--no-ui"], run.workdir, env)
     try:
         job.wait_for_event("job starting", timeout_s=240.0)
+        for event in job.events("spark ui")[-1:]:
+            step.note(f"Spark UI: {event.get('url')}  (query {event.get('query')}); "
+                      f"`harvest top --spec {spec_path}` follows the job live")
         _wait_for_query(job, run.workdir / "checkpoint", timeout_s=240.0)
         run.timings["spark_start_s"] = time.monotonic() - t0
         dump = _produce(step, cfg, run, job, env)
@@ -303,6 +311,8 @@ def _collect(step: Steps, run: DemoRun, run_settings: Settings, dump: Path) -> N
 def run_demo(cfg: DemoConfig, settings: Settings) -> DemoRun:
     """Run the demo end to end; returns the collected data (see :func:`demo_report`)."""
     base = load_spec(cfg.spec_path or settings.demo_spec)  # bad spec: fail before starting anything
+    kafka_jars(settings.jars_dir)  # missing jars: exit 2 (run `harvest setup`) before anything
+    spark_jars(settings.jars_dir)
     step = Steps(7)
     prefix = f"demo{time.strftime('%H%M%S')}{uuid.uuid4().hex[:4]}"
     workdir = cfg.out_dir or settings.cache_dir / "demo" / prefix

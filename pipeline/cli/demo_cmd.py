@@ -46,7 +46,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--spec", type=Path, default=None,
                    help="job spec (default examples/specs/demo.toml)")
     p.add_argument("--results-dir", type=Path, default=None,
-                   help="where demo.png/demo.json go (default bench/results)")
+                   help="where demo.png/demo.json go (default HARVEST_RESULTS_DIR: "
+                   "bench/results in a checkout, else HARVEST_CACHE_DIR/results)")
+    p.add_argument("--ui", action=argparse.BooleanOptionalAction, default=True,
+                   help="the job's Spark UI on 127.0.0.1 (port 4040 or the next free one), "
+                   "its URL printed (default on; --no-ui: off)")
     p.set_defaults(handler=run)
 
 
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     cfg = DemoConfig(
         spec_path=args.spec, duration_s=args.duration, speedup=args.speedup,
         load=args.load, rate=args.rate, max_rate=args.max_rate, disorder=args.disorder,
-        lags_s=tuple(args.lags), seed=args.seed, master=args.master,
+        lags_s=tuple(args.lags), seed=args.seed, master=args.master, ui=args.ui,
     )
     demo = run_demo(cfg, settings)
     summary = summarize(demo, cfg.duration_s)

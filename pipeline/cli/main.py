@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module exposing ``register(subparsers)``; the module's
 handler receives the parsed namespace and the process :class:`Settings` and returns an
-exit code. :class:`ConfigError` becomes exit code 2, any other :class:`HarvestError` 1.
+exit code. :class:`ConfigError` and :class:`SetupRequiredError` (jars missing: run
+`harvest setup`) become exit code 2, any other :class:`HarvestError` 1. A ``--spec``
+that is no file here may name a packaged example (:mod:`pipeline.cli.spec_path`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from pipeline.core.errors import ConfigError, HarvestError
+from pipeline.cli.spec_path import resolve_spec
+from pipeline.core.errors import ConfigError, HarvestError, SetupRequiredError
 from pipeline.core.logging import configure_logging
 from pipeline.core.settings import load_settings
 
 SUBCOMMAND_MODULES = (
+    "pipeline.cli.setup_cmd",
     "pipeline.cli.kafka_cmd",
     "pipeline.cli.registry_cmd",
     "pipeline.cli.produce_cmd",
@@ -61,9 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             overrides["log_level"] = args.log_level
         settings = load_settings(**overrides)
         configure_logging(settings.log_format, settings.log_level)
+        if getattr(args, "spec", None) is not None:
+            args.spec = resolve_spec(args.spec, settings.examples_dir)
         code: int = args.handler(args, settings)
         return code
-    except ConfigError as exc:
+    except (ConfigError, SetupRequiredError) as exc:
         print(f"harvest {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except HarvestError as exc:

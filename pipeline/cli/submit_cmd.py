@@ -6,18 +6,25 @@ to ``<prefix>.results``, operator metrics to ``<prefix>.metrics`` and undecodabl
 to ``<prefix>.deadletter`` (or the ``[output]`` topics). ``--passthrough`` (or
 ``[job] mode = "passthrough"``) re-encodes the decoded input to ``<prefix>.results``
 instead of joining. Prints a JSON summary line (batches, input rows, results, metrics,
-dead letters) on stdout when it stops.
+dead letters) on stdout when it stops. The Spark UI runs on 127.0.0.1 (port 4040 or the
+next free one; a remote master: Spark's own address) and its URL is logged as
+``spark ui``; the streaming query is named ``<spec>-<mode>-<prefix>`` (``--name``,
+default the spec file's name). ``--no-ui`` turns the UI off.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+from pathlib import Path
 from types import FrameType
 
 from pipeline.cli.args import non_negative_int, positive_float, positive_int
+from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 from pipeline.spec.model import load_spec
+
+log = get_logger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="after a failure, restart the job from its checkpoint (backoff 2 s, "
                    "doubling up to 60 s; each restart is logged); exit 1 after N restarts "
                    "(default 0: fail at once)")
+    p.add_argument("--ui", action=argparse.BooleanOptionalAction, default=True,
+                   help="the Spark UI on 127.0.0.1, port 4040 or the next free one; its URL "
+                   "is logged at start (default on; --no-ui: off)")
+    p.add_argument("--name", default=None,
+                   help="names the streaming query <name>-<mode>-<prefix> in the Spark UI "
+                   "(default: the spec file's name, e.g. sensors)")
     p.set_defaults(handler=run)
 
 
@@ -72,6 +85,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         build_session,
         connector_jars,
         native_allocator,
+        ui_url,
     )
     from pipeline.spark.submit import (
         check_until_idle,
@@ -82,22 +96,26 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
 
     spec = load_spec(args.spec)
+    jars = connector_jars(settings)  # missing: exit 2, run `harvest setup`
     if args.max_offsets_per_trigger is not None:
         job = spec.job.model_copy(update={"max_offsets_per_trigger": args.max_offsets_per_trigger})
         spec = spec.model_copy(update={"job": job})
     cfg = job_config(spec, settings, mode="passthrough" if args.passthrough else None,
                      checkpoint=args.checkpoint, topic_prefix=args.topic_prefix,
-                     workload=args.workload)
+                     workload=args.workload, name=args.name or Path(args.spec).stem)
     check_until_idle(cfg, args.until_idle)
     if cfg.foreign:  # the user's topics must exist (never created): fail before Spark starts
         wait_for_inputs(cfg, settings.kafka_client_config(), INPUTS_TIMEOUT_S)
     session = SessionConfig(master=args.master, app_name=f"harvest-{cfg.mode}",
-                            jars=connector_jars(settings),
+                            jars=jars, ui=args.ui,
                             shuffle_partitions=spec.job.partitions,
                             driver_memory=args.driver_memory,
                             state_memory_mb=settings.state_memory_mb,
                             preload=native_allocator(settings))
     spark = build_session(session)
+    url = ui_url(spark, session)
+    if url is not None:
+        log.info("spark ui", url=url, query=cfg.query_name)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = submit_supervised(spark, cfg, settings, args.until_idle, args.max_restarts)

@@ -43,6 +43,11 @@ class InfraError(HarvestError):
     """Missing Java, Maven, jars, or a local service that failed to start."""
 
 
+class SetupRequiredError(InfraError):
+    """What `harvest setup` installs (the broker or connector jars) is missing. The CLI
+    maps it to exit code 2 and says to run `harvest setup`."""
+
+
 class OperatorStateError(HarvestError):
     """An operator snapshot that cannot be restored."""
 

@@ -6,16 +6,30 @@ library code never reads the environment itself.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.core.errors import ConfigError, KafkaAuthenticationError
+from pipeline.core.resources import cache_dir, data_dir, is_checkout
 from pipeline.core.secrets import ClientOptions
 
+#: the checkout's root when harvest runs from one (else the site-packages of the wheel)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cache_default() -> Path:
+    return cache_dir(PROJECT_ROOT, dict(os.environ), Path.home())
+
+
+def _results_default(data: dict[str, Any]) -> Path:
+    """``bench/results`` in a checkout (committed figures), else ``<cache>/results``."""
+    if is_checkout(PROJECT_ROOT):
+        return PROJECT_ROOT / "bench" / "results"
+    return Path(data["cache_dir"]) / "results"
 
 
 class Settings(BaseSettings):
@@ -35,14 +49,17 @@ class Settings(BaseSettings):
         "recorded by `harvest kafka up`, else 127.0.0.1:9092",
     )
     topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")
-    cache_dir: Path = Field(default=PROJECT_ROOT / ".cache")
-    schemas_dir: Path = Field(default=PROJECT_ROOT / "schemas")
+    #: jars, broker data, checkpoints: the checkout's ``.cache``, else ``~/.cache/harvest``
+    cache_dir: Path = Field(default_factory=_cache_default)
+    #: the checkout's folders, else the wheel's package data (pipeline.core.resources)
+    schemas_dir: Path = Field(default_factory=lambda: data_dir("schemas", PROJECT_ROOT))
     #: example specs (``specs/demo.toml`` is the demo's and the pipeline bench's)
-    examples_dir: Path = Field(default=PROJECT_ROOT / "examples")
+    examples_dir: Path = Field(default_factory=lambda: data_dir("examples", PROJECT_ROOT))
     #: broker templates and Spark compose files (``kafka/server.properties.template``)
-    infra_dir: Path = Field(default=PROJECT_ROOT / "infra")
-    #: where benchmarks and the demo write their JSON + PNG
-    results_dir: Path = Field(default=PROJECT_ROOT / "bench" / "results")
+    infra_dir: Path = Field(default_factory=lambda: data_dir("infra", PROJECT_ROOT))
+    #: where benchmarks and the demo write their JSON + PNG (``bench/results`` in a
+    #: checkout, else ``<cache_dir>/results``)
+    results_dir: Path = Field(default_factory=_results_default)
     kafka_port: int = Field(default=9092, ge=1, le=65535)
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -70,7 +87,7 @@ class Settings(BaseSettings):
 
     @property
     def jars_dir(self) -> Path:
-        """Where `make jars` copies the Maven dependencies."""
+        """Where `harvest setup` puts the broker and connector jars (``kafka/``, ``spark/``)."""
         return self.cache_dir / "jars"
 
     @property

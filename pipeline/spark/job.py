@@ -89,6 +89,13 @@ class JobConfig:
     #: ``[output] format = "avro-confluent"``: the registry ids of the result, metrics
     #: and dead-letter schemas (their records carry the Confluent header)
     output_ids: tuple[int, int, int] | None = None
+    #: the spec's name (``harvest submit``: its file's stem), first in the query's name
+    name: str = "harvest"
+
+    @property
+    def query_name(self) -> str:
+        """``<name>-<mode>-<prefix>``: the streaming query's name in the Spark UI."""
+        return f"{self.name}-{self.mode}-{self.topic_prefix}"
 
     @property
     def foreign(self) -> bool:
@@ -112,7 +119,8 @@ class JobConfig:
 
     def snapshot(self) -> dict[str, Any]:
         """Plain-dict form (logged at start)."""
-        return {"mode": self.mode, "bootstrap": self.bootstrap,
+        return {"name": self.name, "query": self.query_name, "mode": self.mode,
+                "bootstrap": self.bootstrap,
                 "topic_prefix": self.topic_prefix, "workload": self.workload,
                 "checkpoint": self.checkpoint, "idle_flush_ms": self.idle_flush_ms,
                 "inputs": list(self.input_topics), "spec": self.spec.model_dump(mode="json")}
@@ -188,7 +196,7 @@ def sink_config(cfg: JobConfig) -> SinkConfig:
     return SinkConfig(
         topics=cfg.output_topics, bootstrap=cfg.bootstrap, checkpoint=cfg.checkpoint,
         trigger_ms=cfg.spec.job.trigger_ms, client_options=cfg.client_options,
-        query_name=f"harvest-{cfg.mode}-{cfg.topic_prefix}", exactly_once=exactly_once)
+        query_name=cfg.query_name, exactly_once=exactly_once)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The Spark session of the harvest job: connector jars, RocksDB state store, interpreter.
 
-ARCHITECTURE §3: the Kafka and Avro connectors come from ``make jars`` (``.cache/jars/spark``)
-and are passed as ``spark.jars``, never resolved with ``--packages``; executors run the
-project's own interpreter; the join state lives in the RocksDB state store provider.
+ARCHITECTURE §3: the Kafka and Avro connectors come from `harvest setup`
+(``<cache>/jars/spark``) and are passed as ``spark.jars``, never resolved with
+``--packages``; executors run the project's own interpreter; the join state lives in the
+RocksDB state store provider. The Spark UI is off unless asked for (``harvest submit``
+and ``harvest demo`` ask), then on 127.0.0.1 for a local master (:func:`ui_env`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pipeline.core.errors import InfraError
+from connectors.launch.jars import FIX_JARS
+from pipeline.core.errors import InfraError, SetupRequiredError
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
@@ -46,6 +49,11 @@ JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:2000,muzzy_decay_ms:0"
 #: rows per Arrow batch handed to Python (Spark's default 10,000): a route key's rows of
 #: a drain's micro-batch (~22,500 in ``harvest bench peer``) cross in one frame, not three
 ARROW_BATCH_ROWS = 100_000
+#: the Spark UI of ``harvest submit`` / ``harvest demo``: loopback only, the first free
+#: port from 4040 on (Spark tries ``spark.port.maxRetries`` = 16 ports)
+UI_HOST = "127.0.0.1"
+UI_PORT = 4040
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,8 @@ class SessionConfig:
     shuffle_partitions: int = 4
     driver_memory: str = "1g"
     python: str = sys.executable
-    #: the Spark UI and its REST API (``harvest bench peer`` reads task times from it)
+    #: the Spark UI and its REST API (``harvest bench peer`` reads task times from it;
+    #: ``harvest submit`` and ``harvest demo`` turn it on, tests and benchmarks keep it off)
     ui: bool = False
     #: RocksDB state store memory shared by the JVM's instances, MB
     state_memory_mb: int = ROCKSDB_MEMORY_MB
@@ -114,15 +123,16 @@ class SessionConfig:
 
 
 def connector_jars(settings: Settings) -> tuple[str, ...]:
-    """The jars in ``<cache>/jars/spark``; raises :class:`InfraError` if one is missing."""
+    """The jars in ``<cache>/jars/spark``; raises :class:`SetupRequiredError` (exit 2,
+    run `harvest setup`) if one is missing."""
     folder = settings.jars_dir / "spark"
     jars = tuple(sorted(str(p) for p in Path(folder).glob("*.jar")))
     names = [Path(j).name for j in jars]
     missing = [r for r in REQUIRED_JARS if not any(n.startswith(r) for n in names)]
     if missing:
-        raise InfraError(
+        raise SetupRequiredError(
             f"Spark connector jars missing in {folder}: {', '.join(m + '*.jar' for m in missing)}"
-            " — run `make jars`"
+            f"; {FIX_JARS}"
         )
     return jars
 
@@ -142,10 +152,46 @@ def native_allocator(settings: Settings) -> str:
     return ""
 
 
+def is_local_master(master: str) -> bool:
+    """A master on this machine: ``local``, ``local[N]``, or a standalone master on a
+    loopback address (the executors reach the driver there too).
+
+    >>> [is_local_master(m) for m in ("local[2]", "spark://127.0.0.1:7077", "yarn")]
+    [True, True, False]
+    """
+    if master == "local" or master.startswith("local["):
+        return True
+    host = master.split("://", 1)[-1].rsplit(":", 1)[0]
+    return host in LOOPBACK_HOSTS
+
+
+def ui_env(config: SessionConfig, environ: dict[str, str]) -> dict[str, str]:
+    """With the UI on and a local master: ``SPARK_LOCAL_IP=127.0.0.1``, so the UI (and
+    the driver) bind to the loopback address only, never to every interface (Spark binds
+    its UI to ``SPARK_LOCAL_IP``, else 0.0.0.0). A value the user set is kept; a remote
+    master's executors must reach the driver, so there nothing is set."""
+    if not config.ui or "SPARK_LOCAL_IP" in environ or not is_local_master(config.master):
+        return {}
+    return {"SPARK_LOCAL_IP": UI_HOST}
+
+
+def ui_url(spark: SparkSession, config: SessionConfig) -> str | None:
+    """The Spark UI's URL (None with the UI off): ``http://127.0.0.1:<port>`` when
+    :func:`ui_env` bound it there (Spark's own URL names the driver's host name, which
+    need not resolve to the loopback address), else Spark's."""
+    url = spark.sparkContext.uiWebUrl
+    if not url or not config.ui:
+        return None
+    if is_local_master(config.master) and os.environ.get("SPARK_LOCAL_IP", UI_HOST) == UI_HOST:
+        return f"http://{UI_HOST}:{url.rsplit(':', 1)[-1]}"
+    return str(url)
+
+
 def _launch_env(config: SessionConfig) -> dict[str, str]:
     """Environment for the JVM that ``getOrCreate`` starts (inherited by the Python
     workers it forks)."""
     env = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", MALLOC_ARENAS)}
+    env.update(ui_env(config, dict(os.environ)))
     if config.preload:
         if not Path(config.preload).is_file():
             raise InfraError(f"preload library not found: {config.preload!r}")
@@ -176,6 +222,7 @@ def build_session(config: SessionConfig) -> SparkSession:
                 str(config.state_memory_mb))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "true" if config.ui else "false")
+        .config("spark.ui.port", str(UI_PORT))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))

@@ -124,16 +124,17 @@ def java_client_options(settings: Settings) -> ClientOptions:
 
 def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
                checkpoint: str | None = None, topic_prefix: str | None = None,
-               workload: str | None = None) -> JobConfig:
-    """Resolve spec ``[job]`` + settings + CLI overrides (CLI > spec > settings)."""
+               workload: str | None = None, name: str = "harvest") -> JobConfig:
+    """Resolve spec ``[job]`` + settings + CLI overrides (CLI > spec > settings);
+    ``name`` (the spec's) names the streaming query."""
     prefix = topic_prefix or spec.job.topic_prefix
     if topic_prefix is None and spec.job.topic_prefix == "harvest":
         prefix = settings.topic_prefix
     resolved_mode: Mode = mode or spec.job.mode
     # [inputs] jobs are named after their results topic, harvest's own after the prefix
-    name = spec.output.topic if spec.inputs is not None and spec.output.topic else prefix
+    run_name = spec.output.topic if spec.inputs is not None and spec.output.topic else prefix
     ck = checkpoint or spec.job.checkpoint or str(
-        settings.cache_dir / "checkpoints" / f"{name}-{resolved_mode}")
+        settings.cache_dir / "checkpoints" / f"{run_name}-{resolved_mode}")
     if spec.inputs is not None and resolved_mode == "passthrough":
         raise ConfigError("--passthrough: re-encodes harvest's own input topics; "
                           "it does not apply to a spec with [inputs]")
@@ -144,7 +145,7 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
         checkpoint=str(Path(ck).absolute()),
         client_options=java_client_options(settings),
         driver_client_config=settings.kafka_client_config(),
-        idle_flush_ms=spec.job.idle_flush_ms,
+        idle_flush_ms=spec.job.idle_flush_ms, name=name,
         # the spec against its schema files: a ConfigError naming the key (exit 2)
         plan=resolve_inputs(spec, settings.schemas_dir, prefix=prefix,
                             workload=resolved_workload,

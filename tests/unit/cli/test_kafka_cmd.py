@@ -21,15 +21,16 @@ def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_console_script_up_without_jars_says_make_jars(empty_cache: Path) -> None:
+def test_console_script_up_without_jars_says_harvest_setup(empty_cache: Path) -> None:
     env = {**os.environ, "HARVEST_CACHE_DIR": str(empty_cache)}
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.cli.main", "kafka", "up"],
         capture_output=True, text=True, env=env, timeout=60, check=False,
     )
-    assert done.returncode == 1
-    assert "make jars" in done.stderr
-    assert "InfraError" in done.stderr
+    assert done.returncode == 2
+    assert "harvest kafka: error: kafka jars not found" in done.stderr
+    assert "run `harvest setup`" in done.stderr
+    assert "Traceback" not in done.stderr
     assert not (empty_cache / "kafka" / "kafka.pid").exists()
 
 
