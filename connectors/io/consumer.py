@@ -154,7 +154,7 @@ def _assignment(consumer: Any, names: Sequence[str], config: ConsumerConfig,
     return [TopicPartition(t, p, start) for t, ps in partitions.items() for p in ps]
 
 
-def _message_error(err: Any, msg: Any, config: ConsumerConfig,
+def message_error(err: Any, msg: Any, config: ConsumerConfig,
                    pending_eof: set[tuple[str, int]]) -> None:
     """A message that carries an error: the end of a partition is noted in
     ``pending_eof``; an ACL denial raises :class:`KafkaAuthorizationError`, a fatal error
@@ -201,9 +201,9 @@ def consume(
             for msg in batch:
                 err = msg.error()
                 if err is not None:
-                    _message_error(err, msg, config, pending_eof)
+                    message_error(err, msg, config, pending_eof)
                     continue
-                item = _decode(msg, serde, reader)
+                item = decode_message(msg, serde, reader)
                 pending_eof.add((item.topic, item.partition))
                 yield item
                 if config.group_id is not None:  # commit only what the caller has taken
@@ -221,7 +221,9 @@ def consume(
         consumer.close()
 
 
-def _decode(msg: Any, serde: AvroSerde, reader: str | None) -> Consumed | Undecodable:
+def decode_message(msg: Any, serde: AvroSerde, reader: str | None) -> Consumed | Undecodable:
+    """A confluent-kafka message decoded (:class:`Consumed`), or why not
+    (:class:`Undecodable`)."""
     value = msg.value()
     topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
     if value is None:

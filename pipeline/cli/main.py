@@ -34,6 +34,7 @@ SUBCOMMAND_MODULES = (
     "pipeline.cli.bench_cmd",
     "pipeline.cli.demo_cmd",
     "pipeline.cli.spark_cluster_cmd",
+    "pipeline.cli.top_cmd",
 )
 
 

@@ -391,6 +391,21 @@ def topic_prefix(spec: Spec, default: str) -> str:
     return spec.job.topic_prefix if spec.job.topic_prefix != "harvest" else default
 
 
+def default_checkpoint(spec: Spec, cache_dir: Path, prefix: str, mode: str) -> Path:
+    """The job's checkpoint when neither ``--checkpoint`` nor ``[job] checkpoint`` names
+    one: ``<cache_dir>/checkpoints/<name>-<mode>``, named after the results topic for a
+    spec with ``[inputs]`` and ``[output] topic``, else after the topic prefix.
+
+    >>> from pipeline.spec.model import Spec
+    >>> spec = Spec.model_validate({"join": {"streams": ["a", "b"], "window_ms": 1000,
+    ...     "predicate": "equi", "attribute": "k"}})
+    >>> default_checkpoint(spec, Path("/c"), "run7", "join")
+    PosixPath('/c/checkpoints/run7-join')
+    """
+    name = spec.output.topic if spec.inputs is not None and spec.output.topic else prefix
+    return cache_dir / "checkpoints" / f"{name}-{mode}"
+
+
 def output_schema(spec: Spec, schemas_dir: Path, registry: SchemaRegistry | None = None
                   ) -> dict[str, Any]:
     """The schema of the spec's results (``harvest schema --spec``)."""

@@ -30,7 +30,12 @@ from pipeline.core.errors import ConfigError, JobFailedError, KafkaUnavailableEr
 from pipeline.core.logging import get_logger
 from pipeline.core.secrets import ClientOptions, scrub
 from pipeline.core.settings import Settings
-from pipeline.runtime.inputs import refresh_writers, resolve_inputs, spec_registry
+from pipeline.runtime.inputs import (
+    default_checkpoint,
+    refresh_writers,
+    resolve_inputs,
+    spec_registry,
+)
 from pipeline.spark.inputs import NEW_SCHEMA_ID
 from pipeline.spark.job import JobConfig, Mode, start_job
 from pipeline.spec.model import Spec
@@ -131,10 +136,8 @@ def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
     if topic_prefix is None and spec.job.topic_prefix == "harvest":
         prefix = settings.topic_prefix
     resolved_mode: Mode = mode or spec.job.mode
-    # [inputs] jobs are named after their results topic, harvest's own after the prefix
-    run_name = spec.output.topic if spec.inputs is not None and spec.output.topic else prefix
     ck = checkpoint or spec.job.checkpoint or str(
-        settings.cache_dir / "checkpoints" / f"{run_name}-{resolved_mode}")
+        default_checkpoint(spec, settings.cache_dir, prefix, resolved_mode))
     if spec.inputs is not None and resolved_mode == "passthrough":
         raise ConfigError("--passthrough: re-encodes harvest's own input topics; "
                           "it does not apply to a spec with [inputs]")
