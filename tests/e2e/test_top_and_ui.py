@@ -1,0 +1,101 @@
+"""`harvest top` and the Spark UI against a real `harvest submit`: while a short job runs,
+the printed UI URL answers 200, the view (rendered to a recording console) shows non-zero
+input and output rates and the instances' z, and `harvest top` without a terminal prints
+JSON lines that parse."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from connectors.io.consumer import ConsumerConfig
+from pipeline.app.top.live import follow
+from pipeline.app.top.view import render
+from pipeline.cli.top_cmd import spec_target
+from pipeline.core.procs import Child
+from pipeline.core.settings import PROJECT_ROOT, load_settings
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow]
+
+SPEC = PROJECT_ROOT / "examples" / "specs" / "sensors.toml"
+
+
+def _ui_answers(url: str, timeout_s: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5.0) as response:
+                return int(response.status)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
+def _lively(snap: dict[str, Any]) -> bool:
+    rows = snap["instances"]
+    return bool(rows) and all(r["z"] is not None for r in rows) and any(
+        (r["in_per_s"] or 0) > 0 for r in rows) and any(r["out_per_s"] > 0 for r in rows)
+
+
+def test_top_follows_a_running_job_and_its_ui_answers(
+        kafka_bootstrap: str, topic_prefix: str, tmp_path: Path) -> None:
+    env = {"HARVEST_BOOTSTRAP_SERVERS": kafka_bootstrap, "HARVEST_TOPIC_PREFIX": topic_prefix}
+    checkpoint = tmp_path / "ck"
+    producer = Child("produce", [
+        "produce", "sensors", "--streams", "3", "--rate", "60", "--duration", "90",
+        "--lags", "0,5,15", "--speedup", "1", "--topic-prefix", topic_prefix], tmp_path, env)
+    job = Child("submit", ["submit", "--spec", str(SPEC), "--master", "local[2]", "--ui",
+                           "--checkpoint", str(checkpoint), "--until-idle", "30"],
+                tmp_path, env)
+    try:
+        event = job.wait_for_event("spark ui", timeout_s=240.0)
+        assert event["url"].startswith("http://127.0.0.1:")
+        assert event["query"] == f"sensors-join-{topic_prefix}"
+        assert _ui_answers(event["url"]) == 200
+        assert _ui_answers(event["url"] + "/StreamingQuery/") == 200
+
+        settings = load_settings(bootstrap_servers=kafka_bootstrap, topic_prefix=topic_prefix)
+        args = type("Args", (), {"spec": SPEC, "topic_prefix": None,
+                                 "checkpoint": str(checkpoint)})()
+        target = spec_target(args, settings)  # type: ignore[arg-type]
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 240.0
+
+        def until_lively(seconds: float) -> bool:
+            assert job.running(), job.tail()
+            time.sleep(max(0.0, seconds))
+            return (bool(seen) and _lively(seen[-1])) or time.monotonic() > deadline
+
+        follow(target, ConsumerConfig.from_settings(settings, from_beginning=True),
+               seen.append, until_lively)
+        snap = seen[-1]
+        assert _lively(snap), json.dumps(snap)[:2000]
+        assert snap["live"] and snap["job"]["batches"] > 0
+        assert snap["job"]["lag"] is not None
+        console = Console(record=True, width=240, color_system=None)
+        console.print(render(snap, "harvest top: sensors"))
+        text = console.export_text()
+        row = snap["instances"][0]
+        assert f"{row['z']:,.3f}" in text and "instance" in text and "out/s" in text
+
+        lines = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli.main", "top", "--spec", str(SPEC),
+             "--checkpoint", str(checkpoint), "--duration", "3", "--from-beginning"],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, **env}, check=True).stdout.splitlines()
+        assert len(lines) >= 3
+        parsed = [json.loads(line) for line in lines]
+        assert parsed[-1]["instances"] and parsed[-1]["totals"]["metrics"] > 0
+    finally:
+        producer.stop()
+        job.stop()
