@@ -264,11 +264,11 @@ def _produce(step: Steps, cfg: DemoConfig, run: DemoRun, job: Child,
 def _run_job(step: Steps, cfg: DemoConfig, run: DemoRun, env: dict[str, str]) -> Path:
     """The Spark job started, the input published, the job drained and idle;
     its report's counts go to ``run``. Returns the input dump."""
-    spec_path = run.workdir / "spec.toml"
+    name = (cfg.spec_path or Path("demo")).stem  # names the query and `harvest top`'s view
+    spec_path = run.workdir / f"{name}.toml"
     spec_path.write_text(spec_to_toml(run.spec))
     step(f"starting the Spark job (master {cfg.master})")
     t0 = time.monotonic()
-    name = (cfg.spec_path or Path("demo")).stem
     job = Child("submit", ["submit", "--spec", str(spec_path), "--master", cfg.master,
                            "--until-idle", f"{cfg.idle_s:g}", "--name", name,
                            "--ui" if cfg.ui else "--no-ui"], run.workdir, env)
