@@ -10,6 +10,7 @@ from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.shedding.throttle import (
     JOIN_FLOOR,
+    QUEUE_GUARD,
     Z_MIN,
     Ceiling,
     CeilingConfig,
@@ -137,29 +138,26 @@ def test_join_share_measures_the_join_against_what_is_left_for_it() -> None:
     assert h == pytest.approx((3.0 - 1.0 / 7.5 * 5.0) / 1.0)
     # queue drops cut β (the paper's consumed / pushed); the lag cap caps both, down to
     # the join's floor share (JOIN_FLOOR of the 3 s available: 1.5 s for a 2.5 s join)
-    beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, consumed=80), 5000)
-    assert beta == pytest.approx(0.8) and h == pytest.approx(1.2)
+    beta, h = JoinShare().reading(_reading(3.0, 0.5, 0.0, consumed=80), 5000)
+    assert beta == pytest.approx(0.8) and h == pytest.approx(6.0)
     beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, lag_cap=0.25), 5000)
     assert beta == h == pytest.approx(JOIN_FLOOR * 3.0 / 2.5)
     beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, lag_cap=0.9), 5000)
     assert beta == h == pytest.approx(0.9)
 
 
-def test_queue_drops_cut_only_what_the_join_can_shed() -> None:
-    """The queue's cut in join terms, (β_q·spent − overhead) / join, down to the join's
-    floor share at most; no cut while the join is below its floor share."""
-    # 20 % dropped, 0.5 s of a 3 s budget in the join: the join is under its floor share
-    beta, _ = JoinShare().reading(_reading(3.0, 0.5, 0.0, consumed=80), 5000)
-    assert beta == 1.0
-    # half dropped, 0.5 s of 3 s overhead: (0.5·3 − 0.5) / 2.5 = 0.4 → the floor, 1.5 / 2.5
+def test_queue_drops_cut_z_until_the_join_is_too_small_to_explain_them() -> None:
+    """The paper's consumed / pushed, except that the queue no longer cuts once the join
+    spends less than QUEUE_GUARD of the available time (the spiral guard)."""
+    # half dropped, the join 2.5 s of 3 s: the paper's 0.5
     beta, _ = JoinShare().reading(_reading(3.0, 3.0, 0.5, consumed=50), 5000)
-    assert beta == pytest.approx(JOIN_FLOOR * 3.0 / 2.5)
-    # a tenth dropped, no overhead, the join over its floor share: the paper's 0.9
-    beta, _ = JoinShare().reading(_reading(3.0, 3.0, 0.0, consumed=90), 5000)
-    assert beta == pytest.approx(0.9)
-    # the overhead explains part of the drops: (0.8·3 − 0.6) / 2.4 = 0.75
-    beta, _ = JoinShare().reading(_reading(3.0, 3.0, 0.6, consumed=80), 5000)
-    assert beta == pytest.approx(0.75)
+    assert beta == pytest.approx(0.5)
+    # 90 % dropped while the join spends 0.6 s of 3 s: cut only to 0.1 · 3 / 0.6 = 0.5
+    beta, _ = JoinShare().reading(_reading(3.0, 3.0, 2.4, consumed=10), 5000)
+    assert beta == pytest.approx(QUEUE_GUARD * 3.0 / 0.6)
+    # the join at 0.2 s of 3 s (under the guard share): drops cut nothing
+    beta, _ = JoinShare().reading(_reading(3.0, 3.0, 2.8, consumed=10), 5000)
+    assert beta == 1.0
 
 
 def test_join_keeps_its_floor_share_when_the_fixed_work_alone_exceeds_the_budget() -> None:
