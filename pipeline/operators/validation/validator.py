@@ -29,8 +29,11 @@ after it was written):
 * **bootstrap**: the first tuples of an instance are *held* until ``quorum`` of them
   have arrived; then the clock is their median and each held tuple is judged against
   it, in arrival order. So a far-future tuple cannot be the one that defines time, even
-  as the very first record. At the end of input (:meth:`InputValidator.flush`) fewer
-  than ``quorum`` held tuples are judged against their own median.
+  as the very first record. With a reference, a tuple far ahead of it is rejected instead
+  of held, so even a majority of them cannot. While fewer than ``quorum`` of the held
+  tuples were accepted, the warm-up's median stands in for the missing ones. At the end
+  of input (:meth:`InputValidator.flush`) fewer than ``quorum`` held tuples are judged
+  against their own median.
 * **future**: arrival or event time more than ``max_future_ms`` ahead of the reference
   clock — the largest clock of any stream, so a slow stream whose median lags is judged
   by the others — is rejected (reason ``future: ...``).
@@ -38,14 +41,15 @@ after it was written):
   rejected (``late: ...``): it could join nothing, and it goes to the dead letters
   instead of being dropped silently. The default bound (:func:`default_max_late_ms`) is
   the largest window plus the largest K the disorder policy may choose.
-* **duplicates**: a tuple whose (stream, seq) is already held — in this batch, or by the
-  engine (K-slack, Synchronizer, join windows; :func:`engine_holds`) — with the same
-  event time and attributes is an exact duplicate (a producer retrying outside
-  idempotence): dropped and counted, never joined twice. The same (stream, seq) with a
-  different event time or attributes is rejected (``duplicate seq: ...``). The engine
-  holds every tuple that can still join, so the check needs no state of its own; a
-  duplicate of a tuple the engine no longer holds joins nothing it joined (the original
-  expired, was shed or evicted) or is rejected as late.
+* **duplicates**: a tuple whose (stream, seq) is already held — in this batch (the
+  warm-up's accepted tuples included), or by the engine (K-slack, Synchronizer, join
+  windows; :func:`engine_holds`) — with the same event time and attributes is an exact
+  duplicate (a producer retrying outside idempotence): dropped and counted, never joined
+  twice. The same (stream, seq) with a different event time or attributes is rejected
+  (``duplicate seq: ...``). The engine holds every tuple that can still join, so the
+  check needs no state of its own; a duplicate of a tuple the engine no longer holds
+  joins nothing it joined (the original expired, was shed or evicted) or is rejected as
+  late.
 
 Rejected tuples travel on with an opaque ``info`` (the runtime's record coordinates and
 bytes) so the runtime can write them to the dead-letter topic.
