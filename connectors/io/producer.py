@@ -40,6 +40,7 @@ from itertools import islice
 from typing import Any
 
 from connectors.io.admin import ensure_topics
+from connectors.io.flush import flush_in_steps
 from connectors.io.producer_config import Pacing, ProducerConfig, ProduceReport
 from connectors.io.security import (
     AUTHZ_CODES,
@@ -205,7 +206,7 @@ class _Session:
         """Flush (bounded by ``flush_timeout_s``) and fill in delivered/failed/seconds.
         Never raises: a fatal producer error counts the unacknowledged records as failed."""
         try:
-            remaining = self._producer.flush(self._config.flush_timeout_s)
+            remaining = flush_in_steps(self._producer, self._config.flush_timeout_s)
         except self._kafka_exception as exc:  # a fatal producer error (e.g. no PID granted)
             self._fatal = self._fatal or exc
             remaining = len(self._producer)

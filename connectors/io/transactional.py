@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.io.admin import ensure_topics
+from connectors.io.flush import flush_in_steps
 from connectors.io.security import AUTHZ_CODES, ClientErrors, authorization_error, await_metadata
 from connectors.io.topics import validate_topic
 from pipeline.core.errors import ConfigError, DeliveryError, KafkaUnavailableError
@@ -166,7 +167,7 @@ class TransactionalSink:
             except KafkaException as exc:
                 log.warning("abort on close failed", error=str(exc))
         with contextlib.suppress(KafkaException):
-            producer.flush(5.0)
+            flush_in_steps(producer, 5.0)
 
     # ------------------------------------------------------------------ steps
 
@@ -211,7 +212,7 @@ class TransactionalSink:
         from confluent_kafka import KafkaException
 
         try:
-            self._live().flush(timeout_s)
+            flush_in_steps(self._live(), timeout_s)
         except KafkaException as exc:
             self._raise(exc, "flush")
 

@@ -31,6 +31,7 @@ from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.validation.config import Admission, Rejected, ValidatorConfig
 from pipeline.operators.validation.holds import engine_holds
 from pipeline.operators.validation.validator import InputValidator
+from pipeline.runtime.accounting import audit, buffered, due, open_ledger, reported, tally
 from pipeline.runtime.frames import (
     TICK_STREAM,
     dead_letter_rows,
@@ -43,6 +44,7 @@ from pipeline.runtime.frames import (
 )
 from pipeline.runtime.members import MemberStore
 from pipeline.runtime.operator_metrics import (
+    between_steps,
     memory_extra,
     metric_rows,
     profile_extra,
@@ -158,6 +160,7 @@ class JoinInstance:
         self.validator = (InputValidator.from_snapshot(config.validation,
                                                        self.meta.get("validator"))
                           if config.validation is not None else None)
+        open_ledger(self.meta, len(self.validator.held) if self.validator is not None else 0)
         #: per-phase timing of each micro-batch (:meth:`attach_profile`; None = off)
         self.profile: PhaseProfile | None = None
 
@@ -232,6 +235,7 @@ class JoinInstance:
         letters of the rejected ones (:mod:`pipeline.operators.validation.validator`); exact
         duplicates are dropped. Without validation: every event, no dead letters."""
         rows = sorted_rows(frame)
+        tally(self.meta, records_in=len(rows))
         events = self._events_of(rows)
         self._lap("input")
         if self.validator is not None and "stream_idx" in frame.columns:
@@ -240,6 +244,7 @@ class JoinInstance:
                 self.validator.observe_reference(int(ticks.max()))
         if self.validator is None:
             remember(self.members, rows, events)
+            tally(self.meta, accepted=len(events))
             return events, []
         adm = self.validator.admit(list(zip(events, range(len(events)), strict=True)),
                                    lambda evs: engine_holds(self.engine, evs))
@@ -254,6 +259,8 @@ class JoinInstance:
         self.validator.held = [(ev, row_info(rows, info) if isinstance(info, int) else info)
                                for ev, info in self.validator.held]
         accepted = [ev for ev, _ in adm.accepted]
+        tally(self.meta, accepted=len(accepted), dead_lettered=len(adm.rejected),
+              duplicates_dropped=adm.duplicates)
         self._remember_infos(rows, adm.accepted)
         dead = self._dead_letters(rows, adm.rejected)
         self.meta["validator"] = self.validator.snapshot()
@@ -323,7 +330,7 @@ class JoinInstance:
             adm = self.validator.flush(lambda evs: engine_holds(self.engine, evs))
             events, dead = self._admitted(sorted_rows(pd.DataFrame()), adm)
             results = self.engine.process_many(events)
-        return self._output(results + self.engine.flush()) + dead
+        return self._output(results + self.engine.flush(), final=True) + dead
 
     # ------------------------------------------------------------------ output
     def _owned(self, results: list[JoinResult]) -> list[JoinResult]:
@@ -337,7 +344,7 @@ class JoinInstance:
         mine = (ts // cfg.segment_ms) % cfg.groups == self.route_key  # Router.owns
         return [r for r, keep in zip(results, mine.tolist(), strict=True) if keep]
 
-    def _output(self, results: list[JoinResult]) -> list[pd.DataFrame]:
+    def _output(self, results: list[JoinResult], final: bool = False) -> list[pd.DataFrame]:
         frames: list[pd.DataFrame] = []
         self._lap("results")  # JoinResult objects (the engine's drain)
         owned = self._owned(results)
@@ -351,18 +358,25 @@ class JoinInstance:
             self.meta["emitted"] = int(self.meta.get("emitted", 0)) + len(out)
         self._lap("results")
         self.members.evict(int(self.engine.join.join_time))
-        rows = self._metric_rows(now)
+        rows = self._metric_rows(now, final)
         if rows:
             frames.append(output_frame(rows))
         self._lap("output")
         return frames
 
-    def _metric_rows(self, wall_now: int) -> list[dict[str, Any]]:
+    def _metric_rows(self, wall_now: int, final: bool = False) -> list[dict[str, Any]]:
         """The engine's drained metrics as ``operator_metrics`` rows, with the memory,
-        validator, state-size and phase-profile counters in ``extra``."""
-        drained = self.engine.drain_metrics()
+        validator, state-size, phase-profile and record-accounting counters in ``extra``
+        (:mod:`pipeline.runtime.accounting`, checked here). A micro-batch that changed
+        the accounting, and the flush, get a row even when the engine drained none
+        (:func:`~pipeline.runtime.operator_metrics.between_steps`)."""
+        waiting = len(self.validator.held) if self.validator is not None else 0
+        counts = audit(self.meta, waiting, buffered(self.engine), instance=str(self.route_key))
+        drained = between_steps(self.engine.drain_metrics(), self.meta, int(self.engine.clock),
+                                final or due(self.meta))
         if not drained:
             return []
+        reported(self.meta)
         extra = memory_extra(self.engine)
         if self.validator is not None:
             extra.update(self.validator.metrics())
@@ -370,6 +384,7 @@ class JoinInstance:
             extra["state_bytes"] = float(self.state_bytes)
         if self.profile is not None:
             extra.update(profile_extra(self.profile))
+        extra.update(counts)
         return metric_rows(drained, self.engine, self.meta, instance=str(self.route_key),
                            wall_now=wall_now,
                            recall_target=float(self.config.engine.disorder.recall),

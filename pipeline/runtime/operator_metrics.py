@@ -1,6 +1,8 @@
 """The join instance's ``operator_metrics`` rows: what its engine's disorder policy and
 shedder reported since the last drain, merged per stream time, with the rates in and out
-and the instance's own counters (memory, input validation, state bytes) in ``extra``.
+and the instance's own counters (memory, input validation, state bytes, record
+accounting) in ``extra``; between two adaptation steps a micro-batch may get a row of
+its own (:func:`between_steps`).
 
 ``rate_in``/``rate_out`` are tuples/results per second of stream time since the previous
 drain (ARCHITECTURE §7); policy-specific numbers go to ``extra``.
@@ -20,6 +22,27 @@ from pipeline.runtime.frames import opt_float
 #: the fields a drained row fills itself (the others of a row go to ``extra``)
 _METRIC_KEYS = ("time", "z", "k_ms", "instant_recall_target", "estimated_recall",
                 "measured_recall", "queue_drops")
+
+
+#: the drained fields a row between two adaptation steps repeats (the shedder's state,
+#: which holds until its next step), kept in the instance's ``meta`` under this key
+_HELD_FIELDS = ("z", "harvest_fractions")
+_LATEST = "latest_metrics"
+
+
+def between_steps(drained: list[dict[str, Any]], meta: dict[str, Any], now_ms: int,
+                  wanted: bool) -> list[dict[str, Any]]:
+    """``drained``, or, when it is empty and a row is ``wanted``, one row at ``now_ms``
+    repeating the latest drained z and harvest fractions (none before the engine drained
+    its first row: then no row). Keeps those latest values in ``meta``."""
+    if drained:
+        latest = meta.setdefault(_LATEST, {})
+        for row in drained:
+            latest.update({k: row[k] for k in _HELD_FIELDS if k in row})
+        return drained
+    if not wanted or _LATEST not in meta:
+        return []
+    return [{**meta[_LATEST], "time": int(now_ms)}]
 
 
 def state_size(engine: Engine) -> int:

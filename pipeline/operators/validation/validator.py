@@ -16,15 +16,24 @@ after it was written):
   would be all it sees). A real jump of the stream's time (a producer that was down for
   an hour) is taken once ``clock_size`` tuples of the stream in a row were ahead and
   agree among themselves (within ``max_future_ms``): those go to the dead letters, the
-  ones after them are judged against the new clock (``jumps`` counts it). Until a stream
+  ones after them are judged against the new clock (``jumps`` counts it). The run must
+  have begun in an earlier call than the one that completes it: the runtime sorts each
+  micro-batch by arrival, so the far-future tuples of one batch form a run at its end
+  however they were interleaved with valid ones; a real jump goes on into the next
+  batch, a hostile burst is broken there by the stream's valid tuples. A run more than
+  ``max_future_ms`` ahead of the reference (below) is never a jump: the reference
+  follows a real jump of the input's time by itself. Until a stream
   has ``quorum`` tuples it borrows the clock of all streams together (the median of the
   last ``clock_size`` accepted arrivals of any stream). With aligned tuple routing the
   runtime also passes the routing tasks' median arrival (:meth:`observe_reference`).
 * **bootstrap**: the first tuples of an instance are *held* until ``quorum`` of them
   have arrived; then the clock is their median and each held tuple is judged against
   it, in arrival order. So a far-future tuple cannot be the one that defines time, even
-  as the very first record. At the end of input (:meth:`InputValidator.flush`) fewer
-  than ``quorum`` held tuples are judged against their own median.
+  as the very first record. With a reference, a tuple far ahead of it is rejected instead
+  of held, so even a majority of them cannot. While fewer than ``quorum`` of the held
+  tuples were accepted, the warm-up's median stands in for the missing ones. At the end
+  of input (:meth:`InputValidator.flush`) fewer than ``quorum`` held tuples are judged
+  against their own median.
 * **future**: arrival or event time more than ``max_future_ms`` ahead of the reference
   clock — the largest clock of any stream, so a slow stream whose median lags is judged
   by the others — is rejected (reason ``future: ...``).
@@ -32,14 +41,15 @@ after it was written):
   rejected (``late: ...``): it could join nothing, and it goes to the dead letters
   instead of being dropped silently. The default bound (:func:`default_max_late_ms`) is
   the largest window plus the largest K the disorder policy may choose.
-* **duplicates**: a tuple whose (stream, seq) is already held — in this batch, or by the
-  engine (K-slack, Synchronizer, join windows; :func:`engine_holds`) — with the same
-  event time and attributes is an exact duplicate (a producer retrying outside
-  idempotence): dropped and counted, never joined twice. The same (stream, seq) with a
-  different event time or attributes is rejected (``duplicate seq: ...``). The engine
-  holds every tuple that can still join, so the check needs no state of its own; a
-  duplicate of a tuple the engine no longer holds joins nothing it joined (the original
-  expired, was shed or evicted) or is rejected as late.
+* **duplicates**: a tuple whose (stream, seq) is already held — in this batch (the
+  warm-up's accepted tuples included), or by the engine (K-slack, Synchronizer, join
+  windows; :func:`engine_holds`) — with the same event time and attributes is an exact
+  duplicate (a producer retrying outside idempotence): dropped and counted, never joined
+  twice. The same (stream, seq) with a different event time or attributes is rejected
+  (``duplicate seq: ...``). The engine holds every tuple that can still join, so the
+  check needs no state of its own; a duplicate of a tuple the engine no longer holds
+  joins nothing it joined (the original expired, was shed or evicted) or is rejected as
+  late.
 
 Rejected tuples travel on with an opaque ``info`` (the runtime's record coordinates and
 bytes) so the runtime can write them to the dead-letter topic.
@@ -67,6 +77,25 @@ from pipeline.operators.validation.holds import same_attrs
 __all__ = ["InputValidator"]
 
 
+def _with_accepted(lookup: Lookup | None, accepted: Sequence[tuple[Event, Any]]
+                   ) -> Lookup | None:
+    """``lookup`` and the tuples this call accepted already (the bootstrap's): they reach
+    the engine only after the call, so a duplicate of one later in the call is found here."""
+    if not accepted:
+        return lookup
+    mine = {(ev.stream, ev.seq): (ev.ts, ev.attrs) for ev, _ in accepted}
+
+    def both(events: Sequence[Event]) -> Held:
+        found = dict(lookup(events)) if lookup is not None else {}
+        for ev in events:
+            key = (ev.stream, ev.seq)
+            if key in mine:
+                found.setdefault(key, mine[key])
+        return found
+
+    return both
+
+
 class InputValidator:
     """The per-instance validator (see the module docstring). State: the clocks' recent
     arrivals, the held bootstrap tuples and the counters; :meth:`snapshot` is small."""
@@ -80,6 +109,8 @@ class InputValidator:
         #: per stream, the arrivals of the latest run of future rejections (a jump of the
         #: stream's time once it is ``clock_size`` long)
         self.pending: list[deque[int]] = [deque(maxlen=n) for _ in config.streams]
+        #: per stream, whether its pending run began in the current call (not a jump yet)
+        self._fresh = [False] * len(config.streams)
         self.bootstrapped = False
         self.counts: dict[str, int] = {"duplicates": 0, "future": 0, "late": 0,
                                        "conflicts": 0, "jumps": 0}
@@ -106,20 +137,35 @@ class InputValidator:
         self.time.observe(ev.stream, ev.arrival)
 
     def _reset_clocks(self, items: Iterable[tuple[Event, Any]]) -> None:
-        """The clocks from ``items`` only (after the bootstrap: its accepted tuples)."""
+        """The clocks from ``items`` only (after the bootstrap: its accepted tuples). While
+        those are fewer than the quorum, the common clock counts the bootstrap's median
+        for each one missing: with some held tuples rejected, the accepted ones alone
+        would leave no clock, and the tuples after them would pass unjudged."""
+        median = self.time.common_clock()
         self.time.clear()
         for ev, _ in items:
             self._observe(ev)
+        common = self.time.common
+        if median is not None:
+            for _ in range(self.config.quorum - len(common.ring)):
+                common.observe(median)
 
     def _future(self, ev: Event) -> None:
         """A tuple of ``ev``'s stream was rejected as future. ``clock_size`` of them in a
         row (no accepted tuple of the stream between them) that agree among themselves
-        (within ``max_future_ms``) are the stream's new time: its clock jumps to them."""
+        (within ``max_future_ms``), in a run that began in an earlier call and that the
+        reference does not contradict, are the stream's new time: its clock jumps to them."""
         pending = self.pending[ev.stream]
+        if not pending:
+            self._fresh[ev.stream] = True
         pending.append(ev.arrival)
-        if len(pending) < self.config.clock_size:
+        if len(pending) < self.config.clock_size or self._fresh[ev.stream]:
             return
-        if max(pending) - min(pending) > self.config.max_future_ms:
+        bound = self.config.max_future_ms
+        if max(pending) - min(pending) > bound:
+            return
+        reference = self.time.reference
+        if reference is not None and min(pending) > reference + bound:
             return
         self.counts["jumps"] += 1
         for t in pending:
@@ -135,6 +181,18 @@ class InputValidator:
                 time.common_clock())
 
     # ------------------------------------------------------------------ judging
+    def _ahead(self, ev: Event, ref: int) -> str | None:
+        """The ``future`` reason if ``ev``'s arrival or event time is more than
+        ``max_future_ms`` ahead of ``ref`` (counted), else None."""
+        cfg = self.config
+        for what, t in (("arrival_time", ev.arrival), ("event_time", ev.ts)):
+            if t > ref + cfg.max_future_ms:
+                self.counts["future"] += 1
+                return (f"future: {what} {t} is {t - ref} ms ahead of the stream clock {ref} "
+                        f"(stream {cfg.streams[ev.stream]}; disorder.max_future_ms = "
+                        f"{cfg.max_future_ms})")
+        return None
+
     def _verdict(self, ev: Event) -> tuple[str | None, bool]:
         """Why ``ev`` is rejected by the clock rules (None: it is not), and whether it is
         ahead of the clock."""
@@ -151,11 +209,9 @@ class InputValidator:
             return None, False
         ref = max(known)
         name = cfg.streams[ev.stream]
-        for what, t in (("arrival_time", ev.arrival), ("event_time", ev.ts)):
-            if t > ref + cfg.max_future_ms:
-                self.counts["future"] += 1
-                return (f"future: {what} {t} is {t - ref} ms ahead of the stream clock {ref} "
-                        f"(stream {name}; disorder.max_future_ms = {cfg.max_future_ms})"), True
+        ahead = self._ahead(ev, ref)
+        if ahead is not None:
+            return ahead, True
         mine = own if own is not None else (common if common is not None else ref)
         if ev.ts < mine - cfg.max_late_ms:
             self.counts["late"] += 1
@@ -189,20 +245,37 @@ class InputValidator:
         engine's copies of (stream, seq) keys (duplicate check)."""
         out = Admission()
         rest = items
+        self._fresh = [False] * len(self.pending)  # the runs still open began earlier
         if not self.bootstrapped:
-            need = self.config.quorum - len(self.held)
-            for ev, info in items[:need]:
-                self._observe(ev)
-                self.held.append((ev, info))
+            rest = items[self._hold(items, out):]
             if len(self.held) < self.config.quorum:
                 return out
-            rest = items[need:]
             todo, self.held = self.held, []
             self.bootstrapped = True
             self._judge(todo, lookup, out, bootstrap=True)
         if rest:
-            self._judge(rest, lookup, out, bootstrap=False)
+            self._judge(rest, _with_accepted(lookup, out.accepted), out, bootstrap=False)
         return out
+
+    def _hold(self, items: Sequence[tuple[Event, Any]], out: Admission) -> int:
+        """The warm-up: hold ``items`` until the quorum; how many it took. With a
+        reference, one more than ``max_future_ms`` ahead of it is rejected as future at
+        once: held, tuples like it could be most of the warm-up and its median theirs
+        (with aligned tuple routing an instance may see far-future copies before any
+        valid tuple of its own)."""
+        taken = 0
+        for ev, info in items:
+            if len(self.held) >= self.config.quorum:
+                break
+            taken += 1
+            ref = self.time.reference
+            reason = self._ahead(ev, ref) if ref is not None else None
+            if reason is not None:
+                out.rejected.append(Rejected(ev, info, reason))
+                continue
+            self._observe(ev)
+            self.held.append((ev, info))
+        return taken
 
     def flush(self, lookup: Lookup | None = None) -> Admission:
         """End of input: judge the held tuples against their own median."""

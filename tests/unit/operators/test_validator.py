@@ -91,6 +91,77 @@ def test_a_burst_below_half_the_clock_moves_nothing_a_sustained_jump_does() -> N
     assert out.accepted and out.accepted[-1][0] == later[-1]
 
 
+def _far_burst(n: int, seq0: int, near: int) -> list[tuple[Event, str]]:
+    """``n`` tuples of stream s1, 50 years ahead of ``near`` and agreeing among
+    themselves, as a micro-batch sorted by arrival puts them: after its valid tuples."""
+    far = near + 50 * YEAR_MS
+    return [(Event(0, seq0 + k, far + k, far + k, {"value": 1.0}), f"far{k}")
+            for k in range(n)]
+
+
+def test_far_future_tuples_at_the_end_of_one_batch_are_no_jump() -> None:
+    """A micro-batch sorted by arrival puts every far-future tuple at its end, a run of
+    more than ``clock_size`` of one stream however they were interleaved: still hostile,
+    every one a dead letter, and the next batch's valid tuples pass."""
+    v = InputValidator(_cfg())
+    events = _valid(300)
+    out = v.admit([*_items(events[:200]), *_far_burst(80, 10_000, events[199].arrival)])
+    assert len(out.rejected) == 80 and v.counts["jumps"] == 0
+    assert all(r.reason.startswith("future:") for r in out.rejected)
+    out = v.admit([*_items(events[200:]), *_far_burst(5, 20_000, events[-1].arrival)])
+    assert [ev for ev, _ in out.accepted] == events[200:] and len(out.rejected) == 5
+
+
+def test_a_jump_the_reference_contradicts_is_not_taken() -> None:
+    """With the routing tasks' median arrival as the reference (Spark, G > 1), a run far
+    ahead of it stays hostile even over several batches."""
+    v = InputValidator(_cfg())
+    events = _valid(100)
+    v.admit(_items(events))
+    for b in range(3):
+        v.observe_reference(events[-1].arrival)
+        out = v.admit(_far_burst(40, 10_000 + 100 * b, events[-1].arrival))
+        assert len(out.rejected) == 40 and not out.accepted
+    assert v.counts["jumps"] == 0
+
+
+def test_the_warm_up_rejects_tuples_far_ahead_of_the_reference() -> None:
+    """With aligned tuple routing an instance may see far-future copies before any valid
+    tuple of its own: held, they would be the warm-up's median; with the routing tasks'
+    median arrival as the reference they are rejected at once."""
+    v = InputValidator(_cfg())
+    v.observe_reference(100)
+    out = v.admit(_far_burst(5, 10_000, 100))
+    assert len(out.rejected) == 5 and not v.held and not v.bootstrapped
+    events = _valid(50)
+    out = v.admit(_items(events))
+    assert [ev for ev, _ in out.accepted] == events and not out.rejected
+
+
+def test_after_a_warm_up_with_rejections_the_next_tuples_are_still_judged() -> None:
+    """Two of the first seven tuples are late: the five accepted ones are below the
+    quorum, yet the tuples right after them meet a clock (the warm-up's median)."""
+    events = _valid(40, step=1_000)
+    late = [(Event(1, 500 + k, -60_000, events[3].arrival, {"value": 1.0}), f"late{k}")
+            for k in range(2)]
+    far = (Event(2, 900, 50 * YEAR_MS, 50 * YEAR_MS, {"value": 1.0}), "far")
+    v = InputValidator(_cfg())
+    out = v.admit([*_items(events[:3]), *late, *_items(events[3:5]), far,
+                   *_items(events[5:])])
+    assert [r.info for r in out.rejected] == ["late0", "late1", "far"]
+    assert [ev for ev, _ in out.accepted] == events
+
+
+def test_a_duplicate_of_a_warm_up_tuple_later_in_the_same_call_is_dropped() -> None:
+    """The warm-up's accepted tuples reach the engine only after the call: a duplicate
+    of one later in the call is found among them."""
+    events = _valid(30)
+    v = InputValidator(_cfg())
+    out = v.admit([*_items(events[:7]), (events[4], "dup"), *_items(events[7:])],
+                  lambda evs: {})
+    assert out.duplicates == 1 and [ev for ev, _ in out.accepted] == events
+
+
 def test_late_tuple_is_rejected() -> None:
     v = InputValidator(_cfg(late=20_000))
     events = _valid(5_000)  # 50 s of arrivals
