@@ -42,14 +42,15 @@ def _ui_answers(url: str, timeout_s: float = 30.0) -> int:
 
 
 def _lively(snap: dict[str, Any]) -> bool:
+    """Rates, z and at least one committed micro-batch: a batch's results reach the topic
+    before Spark writes its commit file, so the first snapshot with results can still
+    count zero batches."""
     rows = snap["instances"]
     return bool(rows) and all(r["z"] is not None for r in rows) and any(
-        (r["in_per_s"] or 0) > 0 for r in rows) and any(r["out_per_s"] > 0 for r in rows)
+        (r["in_per_s"] or 0) > 0 for r in rows) and any(
+        r["out_per_s"] > 0 for r in rows) and snap["live"] and snap["job"]["batches"] > 0
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "fails on main after the session-10 merges: the last snapshot is not live or shows no "
-    "batches from the checkpoint (docs/NOTES.md, 'Open: harvest top e2e')"))
 def test_top_follows_a_running_job_and_its_ui_answers(
         kafka_bootstrap: str, topic_prefix: str, tmp_path: Path) -> None:
     env = {"HARVEST_BOOTSTRAP_SERVERS": kafka_bootstrap, "HARVEST_TOPIC_PREFIX": topic_prefix}
@@ -83,7 +84,6 @@ def test_top_follows_a_running_job_and_its_ui_answers(
                seen.append, until_lively)
         snap = seen[-1]
         assert _lively(snap), json.dumps(snap)[:2000]
-        assert snap["live"] and snap["job"]["batches"] > 0
         assert snap["job"]["lag"] is not None
         console = Console(record=True, width=240, color_system=None)
         console.print(render(snap, "harvest top: sensors"))
