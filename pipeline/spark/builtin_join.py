@@ -108,7 +108,7 @@ def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
     streams = []
     for i, (name, topic) in enumerate(zip(join.streams, cfg.input_topics, strict=True)):
         raw = kafka_source(spark, cfg.bootstrap, (topic,), per_source, cfg.client_options)
-        valid = decode(raw, dcfg).where(sf.col("reason").isNull())
+        valid = decode(raw, dcfg, valid_only=True)
         streams.append(_stream(valid, i, name, join.attribute, delay_ms,
                                join.epsilon if band else None))
     windows = join.windows

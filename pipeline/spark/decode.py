@@ -221,7 +221,7 @@ def _reason(cfg: DecodeConfig) -> Column:
     return reason
 
 
-def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
+def decode(raw: DataFrame, cfg: DecodeConfig, *, valid_only: bool = False) -> DataFrame:
     """Kafka rows → ``topic, partition, offset, key, raw, reason, stream_idx`` + record
     fields + ``kafka_ms`` (the record's Kafka timestamp, epoch ms).
 
@@ -229,6 +229,14 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     unknown fingerprint, undecodable/truncated body, trailing bytes, unknown stream, stream/topic
     mismatch, negative event time, arrival before event time, NaN or ±Inf in an attribute of
     ``cfg.finite``).
+
+    ``valid_only``: the valid rows only. Not the same as filtering the result on
+    ``reason``: Spark pushes a filter through deterministic projections by inlining
+    their aliases, so ``reason IS NULL`` lands on the Kafka rows with ``from_avro`` and
+    ``to_avro`` copied into every branch that reads the record (measured: 102 µs per
+    row instead of 4). Here the filter reads a nondeterministic column of the projection
+    that computes ``reason`` (the task's partition id, always ≥ 0), which the optimizer
+    neither pushes a filter through nor prunes while the filter reads it.
     """
     value = sf.col("value")
     size = sf.length(value)
@@ -256,13 +264,17 @@ def decode(raw: DataFrame, cfg: DecodeConfig) -> DataFrame:
     )
     reason = _reason(cfg)
     fields = [sf.col(f"rec.{n}").alias(n) for n in cfg.field_names]
-    return df.select(
+    out = df.select(
         "topic", "partition", "offset", "key", "raw",
         reason.alias("reason"),
         _stream_index(cfg).alias("stream_idx"),
         *fields,
         sf.col("_kafka_ms").alias("kafka_ms"),
+        *([sf.spark_partition_id().alias("_task")] if valid_only else []),
     )
+    if not valid_only:
+        return out
+    return out.where(sf.col("reason").isNull() & (sf.col("_task") >= 0)).drop("_task")
 
 
 def envelope(decoded: DataFrame, cfg: DecodeConfig) -> DataFrame:

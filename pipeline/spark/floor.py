@@ -28,7 +28,7 @@ def start_read_floor(spark: SparkSession, cfg: JobConfig, serde: AvroSerde) -> S
     ``max_offsets_per_trigger`` as the job's)."""
     raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics,
                        cfg.spec.job.max_offsets_per_trigger, cfg.client_options)
-    valid = decode(raw, decode_config(cfg, serde)).where(sf.col("reason").isNull())
+    valid = decode(raw, decode_config(cfg, serde), valid_only=True)
     rows = valid.observe("out", (sf.count(sf.lit(1)) * sf.lit(0)).alias("results"),
                          sf.count(sf.lit(1)).alias("valid"))
     return (

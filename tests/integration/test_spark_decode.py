@@ -73,3 +73,23 @@ def test_valid_records_re_encode_to_the_same_bytes(spark: SparkSession) -> None:
                            SERDE.header("sensor_reading"), CFG.schema_json).collect()
     assert sorted(bytes(r["value"]) for r in out) == sorted(values)
     assert {r["topic"] for r in out} == {"p.results"}
+
+
+def _from_avro_calls(df: Any) -> int:
+    """``from_avro`` calls in the optimized plan (one per evaluation site)."""
+    plan = df._jdf.queryExecution().optimizedPlan().toString()
+    return int(plan.count("from_avro("))
+
+
+def test_valid_only_keeps_the_valid_rows_and_decodes_once(spark: SparkSession) -> None:
+    rows = [(t, 0, i, None, v, STAMP) for i, (t, v, _) in enumerate(CASES)]
+    raw = spark.createDataFrame(rows, "topic string, partition int, offset long, "
+                                      "key binary, value binary, timestamp timestamp")
+    valid = decode(raw, CFG, valid_only=True)
+    assert [r["offset"] for r in valid.collect()] == [
+        i for i, (_, _, reason) in enumerate(CASES) if reason is None]
+    assert "_task" not in valid.columns
+    assert _from_avro_calls(valid) == 1
+    # what valid_only is for: a plain filter on reason is pushed onto the Kafka rows
+    # with the decoder inlined into every branch that reads the record
+    assert _from_avro_calls(decode(raw, CFG).where("reason IS NULL")) > 1
