@@ -35,6 +35,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("join", "bench.join.main"),
     Benchmark("disorder", "bench.disorder.main"),
     Benchmark("grubjoin", "bench.grubjoin.main", frozenset({"only"})),
+    Benchmark("selective", "bench.selective.main"),
     Benchmark("pipeline", "bench.pipeline.main", frozenset({"only"})),
     Benchmark("memory", "bench.memory.main"),
     Benchmark("state", "bench.state.main", frozenset({"only"})),

@@ -130,6 +130,8 @@ class SheddingConfig:
     queue: int = 10
     heuristic: Literal["bdopdc", "bo", "bopc"] = "bdopdc"
     learn: bool = True
+    #: false: one harvest fraction r for every direction (samefraction.py)
+    join_direction: bool = True
     seed: int = 0
     tuple_cost: float = 1.0
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

@@ -153,6 +153,9 @@ class SheddingSpec(BaseModel):
     queue: int = Field(default=10, ge=1)
     heuristic: Literal["bdopdc", "bo", "bopc"] = "bdopdc"
     learn: bool = True
+    #: false = one harvest fraction for every direction (Gedik et al., CIKM: selective
+    #: processing without join direction adaptation)
+    join_direction: bool = True
     seed: int = Field(default=0, ge=0)
     tuple_cost: float = Field(default=1.0, ge=0.0)
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
