@@ -102,6 +102,8 @@ class DisorderConfig:
     granularity_ms: int = 10
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
+    #: quality mode: EqSel (sel^⋈(K) = sel^⋈) instead of NonEqSel (Eq. 6)
+    eq_sel: bool = False
     #: quality mode: delays per second per stream the statistics see (0: all)
     stat_rate: float = 1_000.0
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark
