@@ -33,7 +33,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("produce", "bench.produce.main"),
     Benchmark("workloads", "bench.workloads.main"),
     Benchmark("join", "bench.join.main"),
-    Benchmark("disorder", "bench.disorder.main"),
+    Benchmark("disorder", "bench.disorder.main", frozenset({"only"})),
     Benchmark("grubjoin", "bench.grubjoin.main", frozenset({"only"})),
     Benchmark("selective", "bench.selective.main"),
     Benchmark("pipeline", "bench.pipeline.main", frozenset({"only"})),
