@@ -51,8 +51,8 @@ class Sizes:
 
 
 #: quick: the profile's 100/s phases shortened (the 500/s and 300/s ones as the paper's)
-QUICK_PROFILE = ((25.0, 100.0), (15.0, 500.0), (30.0, 300.0), (10.0, 100.0))
-QUICK = Sizes((1,), 5.0, 5.0, (0.4, 1.2), (10,), (1.0, 5.0), (10.0,), 5.0, QUICK_PROFILE,
+QUICK_PROFILE = ((25.0, 100.0), (15.0, 500.0), (15.0, 300.0), (5.0, 100.0))
+QUICK = Sizes((1,), 5.0, 5.0, (0.4, 1.2), (10,), (1.0,), (10.0,), 5.0, QUICK_PROFILE,
               (0.8, 1.2))
 FULL = Sizes((1,), 10.0, 15.0, (0.4, 0.8, 1.2), (10, 20), (0.5, 1.0, 2.0, 5.0),
              (2.0, 5.0, 20.0), 10.0, PAPER_PROFILE, (0.8, 1.0, 1.2))

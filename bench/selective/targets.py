@@ -9,6 +9,8 @@ from typing import Any
 RATE_500, RATE_300 = 1.8, 1.4
 #: Fig. 7: each added adaptation over the setting below it at the high rate
 STEP = 1.3
+#: a target's name prefix → the figure part its rows come from
+_FIGURE = {"fig4": "fig3_4", "fig7": "fig6_7", "fig5": "fig5", "fig8": "fig8"}
 
 
 def _at(rows: list[dict[str, Any]], figure: str, config: str, rate: float,
@@ -68,10 +70,10 @@ def missed_why(rows: list[dict[str, Any]], met: dict[str, bool | None]) -> dict[
     for name, ok in met.items():
         if ok is not False:
             continue
-        fig = "fig" + name.split("_")[0].removeprefix("fig")
+        fig = _FIGURE[name.split("_")[0]]
         got = [(r["config"], r["kappa"], r["rate"], r.get("window_s"),
                 r.get("ratio_vs_randomdrop"), r.get("ratio_vs_below"))
-               for r in rows if r["figure"].startswith(fig[:4]) and r["config"] != "randomdrop"]
+               for r in rows if r["figure"] == fig and r["config"] != "randomdrop"]
         why[name] = ("measured (config, κ, rate, window s, vs randomdrop, vs below): "
                      + "; ".join(str(g) for g in got[:12])
                      + " — docs/NOTES.md 'Selective processing: where we differ'")
