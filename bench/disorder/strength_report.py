@@ -59,7 +59,8 @@ def targets(part: dict[str, Any]) -> tuple[dict[str, bool], dict[str, str]]:
     _check("noneqsel_phi99_ge_0.97_every_gamma_and_workload", not low,
            f"below 0.97: {low}", met, why)
     p_low = [(r["workload"], r["recall_target"], r["value"], r["phi_99"])
-             for r in _pick(rows, figure="fig8") if (r["phi_99"] or 0.0) <= PHI_P]
+             for r in _pick(rows, figure="fig8")
+             if r["phi_99"] is not None and r["phi_99"] <= PHI_P]
     _check("fig8_phi99_gt_0.9_every_p", not p_low, f"at or below 0.9: {p_low}", met, why)
     slow = [(a["workload"], a["recall_target"], a["granularity_ms"], a["mean_ms"])
             for a in part["adaptation"] if a["granularity_ms"] >= 10
