@@ -24,8 +24,8 @@ DISORDER = {"mode": "max", "slack_ms": 7, "recall": 0.9, "period_ms": 30_000,
 SHEDDING = {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 2_000,
             "boost": 1.5, "shred_rate": 0.2, "budget": "wall", "capacity": 123.0, "queue": 5,
             "heuristic": "bo", "learn": False, "join_direction": False, "seed": 3,
-            "tuple_cost": 2.0, "probe_cost": 0.5, "utilization": 0.7, "solver": "greedy", "queue_ms": 900,
-            "warmup_ms": 4_000}
+            "tuple_cost": 2.0, "probe_cost": 0.5, "utilization": 0.7, "solver": "greedy",
+            "queue_ms": 900, "warmup_ms": 4_000}
 
 
 @pytest.mark.parametrize(("section", "spec_cls", "config_cls"), [
