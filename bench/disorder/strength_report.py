@@ -81,7 +81,8 @@ def _lines(ax: Any, rows: list[dict[str, Any]], y: str, by: tuple[str, ...]) -> 
 
 def plots(part: dict[str, Any], results_dir: Path) -> None:
     """disorder_paper_fig7.png (avg K and Φ(.99Γ) vs Γ, with No-K and Max-K) and one PNG
-    each for Figs. 8, 9, 10 (avg K and Φ(.99Γ) vs the swept parameter) and 11."""
+    each for Figs. 8, 9, 10 (avg K and Φ(.99Γ) vs the swept parameter) and 11: one
+    column per workload."""
     import matplotlib.pyplot as plt
 
     rows = part["rows"]
@@ -92,19 +93,23 @@ def plots(part: dict[str, Any], results_dir: Path) -> None:
             sel += _pick(rows, figure="table2") + _pick(rows, figure="fig6")
         if not sel:
             continue
-        fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-        by = ("workload", "method", "selectivity_model") if fig_name == "fig7" else (
-            "workload", "recall_target")
-        _lines(a, sel, "avg_k_ms", by)
-        _lines(b, sel, "phi_99", by)
-        a.set_ylabel("average K (ms)")
-        b.set_ylabel("Φ(.99Γ)")
-        for ax in (a, b):
-            ax.set_xlabel(xlabel)
-            if log:
-                ax.set_xscale("log")
-        a.set_yscale("symlog", linthresh=10)
-        a.legend(fontsize=6)
+        names = sorted({r["workload"] for r in sel})
+        fig, axes = plt.subplots(2, len(names), figsize=(3.6 * len(names), 6.4),
+                                 squeeze=False)
+        by = ("method", "selectivity_model") if fig_name == "fig7" else ("recall_target",)
+        for col, name in enumerate(names):
+            mine = [r for r in sel if r["workload"] == name]
+            _lines(axes[0][col], mine, "avg_k_ms", by)
+            _lines(axes[1][col], mine, "phi_99", by)
+            axes[0][col].set_title(name)
+            axes[0][col].set_yscale("symlog", linthresh=10)
+            axes[1][col].set_xlabel(xlabel)
+            for ax in (axes[0][col], axes[1][col]):
+                if log:
+                    ax.set_xscale("log")
+        axes[0][0].set_ylabel("average K (ms)")
+        axes[1][0].set_ylabel("Φ(.99Γ)")
+        axes[0][-1].legend(fontsize=7)
         fig.suptitle(f"Ji et al. {fig_name} at the paper's strength "
                      f"({part['span_minutes']} min, {part['rate_per_stream']:.0f} tuples/s)")
         save_figure(fig, f"disorder_paper_{fig_name}", results_dir)
