@@ -101,26 +101,44 @@ def simulate(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, 
                         learn=base != "grubjoin-flat",
                         index=method.endswith("-indexed"),
                         solver="greedy" if base == "grubjoin-greedy" else "auto")
+    prefill_ms = int(timing.prefill_s * 1000)
+    res = drive(cfg, mode, records, prefill_ms, prefill_ms + int(timing.settle_s * 1000),
+                cost_multiplier, speedup)
+    return {"output_rate": res["results"] / timing.measure_s, "admitted": res["admitted"],
+            "comparisons": res["comparisons"], "wall_s": res["wall_s"]}
+
+
+def drive(cfg: EngineConfig, mode: str, records: Any, prefill_ms: int, measure_from: int,
+          cost_multiplier: float = 1.0, speedup: float = 1.0,
+          bucket_ms: int | None = None, encoded: list[Any] | None = None) -> dict[str, Any]:
+    """The simulation loop: records before ``prefill_ms`` are inserted without probing,
+    later ones go through the shedder (admit, plan, probe, charge; an adaptation step
+    every Δ) and the results from ``measure_from`` on are counted. With ``bucket_ms``
+    also the results per bucket of stream time (``per_bucket``) and the shedder's
+    adaptation rows (``steps``). ``encoded``: the records' ``predicate.encode`` values,
+    when the caller runs the same records more than once."""
     pred = cfg.predicate
     join = MWayJoin(cfg.join_config())
     shedder = shedder_class(mode).create(cfg, runtime_env(speedup=speedup))
-    prefill_ms = int(timing.prefill_s * 1000)
-    measure_from = prefill_ms + int(timing.settle_s * 1000)
     delta = cfg.shedding.adapt_interval_ms
     next_adapt = prefill_ms + delta
     index = {n: i for i, n in enumerate(cfg.streams)}
     results = comparisons = admitted = 0
+    buckets: dict[int, int] = {}
+    steps: list[dict[str, Any]] = []
     wall0 = time.perf_counter()
-    for rec in records:
+    for n, rec in enumerate(records):
         ts = int(rec["event_time"])
         stream = index[rec["stream"]]
-        enc = pred.encode(rec)
+        enc = pred.encode(rec) if encoded is None else encoded[n]
         if ts < prefill_ms:
             join.insert(stream, ts, int(rec["seq"]), enc)
             join.join_time = max(join.join_time, ts)
             continue
         while ts >= next_adapt:
-            shedder.maybe_adapt(next_adapt)
+            step = shedder.maybe_adapt(next_adapt)
+            if bucket_ms is not None and step is not None:
+                steps.append(step)
             next_adapt += delta
         if not shedder.admit(Event(stream, int(rec["seq"]), ts, ts), ts):
             continue
@@ -133,8 +151,10 @@ def simulate(m: int, rate: float, lags: tuple[float, ...], kappas: tuple[float, 
         comparisons += out.cost
         if ts >= measure_from:
             results += out.count
-    return {"output_rate": results / timing.measure_s, "admitted": admitted,
-            "comparisons": comparisons, "wall_s": time.perf_counter() - wall0}
+            if bucket_ms is not None:
+                buckets[ts // bucket_ms] = buckets.get(ts // bucket_ms, 0) + out.count
+    return {"results": results, "admitted": admitted, "comparisons": comparisons,
+            "wall_s": time.perf_counter() - wall0, "per_bucket": buckets, "steps": steps}
 
 
 def simulate_mean(m: int, rate: float, scenario: Scenario, method: str, capacity: float,

@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--only", default=None,
         help="comma-separated parts to run, merged into the existing JSON "
-             "(grubjoin: optimality,config_time,sweeps,index_effect; pipeline: remeasure, "
+             "(grubjoin: optimality,config_time,sweeps,index_effect; disorder: methods,"
+             "paper_strength; pipeline: remeasure, "
              "or points workload[:load[:method]], e.g. news-cosine:2; "
              "peer: drain,floor,overhead,streaming,scaling,cluster; default: all)",
     )

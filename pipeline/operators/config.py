@@ -102,6 +102,8 @@ class DisorderConfig:
     granularity_ms: int = 10
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
+    #: quality mode: EqSel (sel^⋈(K) = sel^⋈) instead of NonEqSel (Eq. 6)
+    eq_sel: bool = False
     #: quality mode: delays per second per stream the statistics see (0: all)
     stat_rate: float = 1_000.0
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark
@@ -130,6 +132,8 @@ class SheddingConfig:
     queue: int = 10
     heuristic: Literal["bdopdc", "bo", "bopc"] = "bdopdc"
     learn: bool = True
+    #: false: one harvest fraction r for every direction (samefraction.py)
+    join_direction: bool = True
     seed: int = 0
     tuple_cost: float = 1.0
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

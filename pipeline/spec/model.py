@@ -106,6 +106,8 @@ class DisorderSpec(BaseModel):
     granularity_ms: int = Field(default=10, gt=0)
     #: quality mode: a late tuple's productivity = mean of in-order ones (default) or max (Ji)
     late_estimate: Literal["max", "mean"] = "mean"
+    #: quality mode: Ji et al.'s EqSel (sel(K) = sel, no DPcorr term) instead of NonEqSel
+    eq_sel: bool = False
     #: quality mode: at most this many delays per second of each stream feed the delay
     #: statistics (every k-th arrival, k from the last interval's rate); 0 = every one
     stat_rate: float = Field(default=1_000.0, ge=0.0)
@@ -153,6 +155,9 @@ class SheddingSpec(BaseModel):
     queue: int = Field(default=10, ge=1)
     heuristic: Literal["bdopdc", "bo", "bopc"] = "bdopdc"
     learn: bool = True
+    #: false = one harvest fraction for every direction (Gedik et al., CIKM: selective
+    #: processing without join direction adaptation)
+    join_direction: bool = True
     seed: int = Field(default=0, ge=0)
     tuple_cost: float = Field(default=1.0, ge=0.0)
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

@@ -78,8 +78,9 @@ def oracle_ids() -> frozenset[str]:
         {"mode": "grubjoin", "learn": False},
         {"mode": "grubjoin", "heuristic": "bo", "shred_rate": 0.3},
         {"mode": "randomdrop"},
+        {"mode": "grubjoin", "join_direction": False},
     ],
-    ids=["grubjoin", "flat-scores", "bo-shred0.3", "randomdrop"],
+    ids=["grubjoin", "flat-scores", "bo-shred0.3", "randomdrop", "same-fraction"],
 )
 def test_precision_is_one_under_shedding(extra: dict[str, Any]) -> None:
     ids, eng = run(shed_spec(**extra))

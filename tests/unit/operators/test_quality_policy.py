@@ -322,3 +322,34 @@ def test_heavy_tailed_delays_need_a_small_k() -> None:
     avg_q = np.mean([r["k_ms"] for r in rows_q[30:]])
     avg_m = np.mean([r["k_ms"] for r in rows_m[30:]])
     assert avg_q <= 0.25 * avg_m
+
+
+@pytest.mark.parametrize("eq_sel", [False, True])
+def test_eqsel_and_noneqsel_pick_the_smallest_k_of_their_own_model(eq_sel: bool) -> None:
+    """``[disorder] eq_sel`` reaches the policy, and each selectivity model's K is the
+    smallest meeting Γ' under the literal equations (the brute force of
+    :func:`reference_gamma`): EqSel with the ratio 1 (no maps), NonEqSel with Eq. 6 over
+    the profiled maps (test_recall_model checks both curves on random inputs)."""
+    cfg = resolve_engine(_spec(2, 500, "quality", recall=0.95, eq_sel=eq_sel))
+    pol = QualityPolicy(QualityConfig.from_engine(cfg))
+    assert pol.config.eq_sel is eq_sel
+    rng = np.random.default_rng(5)
+    delays = rng.choice([0, 0, 0, 15, 35, 80, 260], size=(2, 600))
+    local = [0, 0]
+    for step in range(600):
+        for s in (0, 1):
+            local[s] += 10
+            d = int(delays[s, step])
+            pol.observe_arrival(s, local[s] - d, d)
+            pol.observe_join(s, local[s] - d, d, 12 if d > 0 else 3, 30, d >= 80)
+    row = pol.maybe_adapt(6_000)
+    assert row is not None
+    pdfs = [np.bincount([delay_bin(int(d), 10) for d in delays[s]]).tolist() for s in (0, 1)]
+    ks = [pol.stats.ksync_estimates()[0], pol.stats.ksync_estimates()[1]]
+    maps = None if eq_sel else pol.evidence
+    b = pol.config.model().basic_window_ms
+    gammas = [reference_gamma(pdfs, ks, maps, [500, 500], 10, b, k)
+              for k in range(0, row["max_delay_ms"] + 10, 10)]
+    meeting = [i * 10 for i, g in enumerate(gammas)
+               if g >= row["instant_recall_target"] - 1e-9 and i * 10 <= row["max_delay_ms"]]
+    assert row["k_ms"] == (meeting[0] if meeting else row["max_delay_ms"] + 10)

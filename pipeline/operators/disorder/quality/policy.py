@@ -124,6 +124,7 @@ class QualityConfig:
             granularity_ms=d.granularity_ms,
             windows_ms=tuple(config.windows),
             late_estimate=d.late_estimate,
+            eq_sel=d.eq_sel,
             stat_rate=d.stat_rate,
         )
 

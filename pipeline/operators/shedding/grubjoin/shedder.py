@@ -43,7 +43,13 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
 from pipeline.operators.shedding.costmodel import HarvestModel, build_model
-from pipeline.operators.shedding.grubjoin.admission import choose, joint_cost, scaled
+from pipeline.operators.shedding.grubjoin.admission import (
+    Joint,
+    choose,
+    joint_cost,
+    joint_output,
+    scaled,
+)
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.shedding.grubjoin.draws import PlanDraws, draws_per_tuple
 from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M
@@ -53,6 +59,7 @@ from pipeline.operators.shedding.grubjoin.plans import (
     shred_plan,
     yield_order,
 )
+from pipeline.operators.shedding.grubjoin.samefraction import same_fraction
 from pipeline.operators.shedding.grubjoin.share import (
     by_partner,
 )
@@ -254,7 +261,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             capped = cap is not None and self.z_model > cap
             if capped and cap is not None:
                 self.z_model = cap
-            joint = choose(model, self.z_model * model.full_cost(), sh.heuristic, sh.solver)
+            joint = self._choose(model)
             counts, share, admit = joint.counts, joint.share, float(joint.admit[0])
             if capped and self.in_force is not None:
                 # below the learned ceiling z follows the cost of what is installed,
@@ -275,6 +282,18 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.stats.age()
         self.draws.reset()
         return self._row(now, z, reading, rates)
+
+    def _choose(self, model: HarvestModel) -> Joint:
+        """The configuration for the budget z_model·C(1): GrubJoin's joint choice, or
+        with ``join_direction = false`` one fraction for every direction (Gedik et al.,
+        CIKM; :func:`same_fraction`)."""
+        sh = self.config.shedding
+        budget = self.z_model * model.full_cost()
+        if sh.join_direction:
+            return choose(model, budget, sh.heuristic, sh.solver)
+        counts, share = same_fraction(model, budget)
+        return Joint(np.ones(model.m), counts, share, joint_cost(model, 1.0, counts, share),
+                     joint_output(model, 1.0, counts, share))
 
     def _row(self, now: int, z: float, reading: BudgetReading, rates: np.ndarray
              ) -> dict[str, Any]:

@@ -1,0 +1,127 @@
+"""Targets and figures of the ``paper_strength`` part of `harvest bench disorder`
+(:mod:`bench.disorder.strength`): issue 34's targets, met or not with why, and one PNG
+per paper figure (Figs. 6/7, 8, 9, 10, 11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.kit.output import save_figure
+
+#: No-K recall at most this on every workload (else the workload is too mild)
+NO_K_MAX = 0.85
+#: at Γ = 0.99 (NonEqSel): avg K at most this share of Max-K's, with Φ(.99Γ) ≥ PHI
+K_SHARE, PHI = 0.05, 0.97
+#: at Γ = 0.999: avg K cut by at least this against Max-K (the paper, on D_real)
+CUT_999 = 0.35
+#: Fig. 8: Φ(.99Γ) above this for every P; Fig. 11: adaptation below this (ms) at g ≥ 10
+PHI_P, ADAPT_MS = 0.90, 5.0
+REAL = "real2"
+
+
+def _pick(rows: list[dict[str, Any]], **want: Any) -> list[dict[str, Any]]:
+    return [r for r in rows if all(r.get(k) == v for k, v in want.items())]
+
+
+def _check(name: str, ok: bool, detail: str, met: dict[str, bool],
+           why: dict[str, str]) -> None:
+    met[name] = ok
+    if not ok:
+        why[name] = detail
+
+
+def targets(part: dict[str, Any]) -> tuple[dict[str, bool], dict[str, str]]:
+    """(targets_met, targets_missed_why) of the paper-strength rows."""
+    rows = part["rows"]
+    met: dict[str, bool] = {}
+    why: dict[str, str] = {}
+    nok = {r["workload"]: r["mean_recall"] for r in _pick(rows, figure="fig6")}
+    _check("no_k_recall_le_0.85_every_workload", all(v <= NO_K_MAX for v in nok.values()),
+           f"No-K mean recall {nok}", met, why)
+    q99 = _pick(rows, figure="fig7", selectivity_model="NonEqSel", recall_target=0.99)
+    for r in q99:
+        w = r["workload"]
+        _check(f"{w}_avg_k_le_5pct_of_max_at_0.99", (r["k_of_max"] or 1.0) <= K_SHARE,
+               f"avg K {r['avg_k_ms']:.0f} ms = {r['k_of_max']:.3f} of Max-K-slack's "
+               "(docs/NOTES.md 'Disorder at the paper's strength')", met, why)
+        _check(f"{w}_phi99_ge_0.97_at_0.99", (r["phi_99"] or 0.0) >= PHI,
+               f"Φ(.99Γ) = {r['phi_99']}", met, why)
+    q999 = [r for r in _pick(rows, figure="fig7", selectivity_model="NonEqSel",
+                             recall_target=0.999) if r["workload"].startswith(REAL)]
+    for r in q999:
+        _check(f"{r['workload']}_cut_ge_35pct_at_0.999", 1.0 - (r["k_of_max"] or 1.0) >= CUT_999,
+               f"avg K {r['avg_k_ms']:.0f} ms = {r['k_of_max']:.3f} of Max-K-slack's", met,
+               why)
+    nes = _pick(rows, figure="fig7", selectivity_model="NonEqSel")
+    low = [(r["workload"], r["recall_target"], r["phi_99"]) for r in nes
+           if (r["phi_99"] or 0.0) < PHI]
+    _check("noneqsel_phi99_ge_0.97_every_gamma_and_workload", not low,
+           f"below 0.97: {low}", met, why)
+    p_low = [(r["workload"], r["recall_target"], r["value"], r["phi_99"])
+             for r in _pick(rows, figure="fig8")
+             if r["phi_99"] is not None and r["phi_99"] <= PHI_P]
+    _check("fig8_phi99_gt_0.9_every_p", not p_low, f"at or below 0.9: {p_low}", met, why)
+    slow = [(a["workload"], a["recall_target"], a["granularity_ms"], a["mean_ms"])
+            for a in part["adaptation"] if a["granularity_ms"] >= 10
+            and a["mean_ms"] >= ADAPT_MS]
+    _check("fig11_adaptation_lt_5ms_at_g_ge_10", not slow, f"slower: {slow}", met, why)
+    return met, why
+
+
+def _lines(ax: Any, rows: list[dict[str, Any]], y: str, by: tuple[str, ...]) -> None:
+    """One line per distinct ``by`` of ``rows``: ``y`` against ``value``."""
+    keys = sorted({tuple(r[k] for k in by) for r in rows}, key=str)
+    for key in keys:
+        pts = sorted((r["value"], r[y]) for r in rows
+                     if tuple(r[k] for k in by) == key and r[y] is not None)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                label=" ".join(str(k) for k in key))
+
+
+def plots(part: dict[str, Any], results_dir: Path) -> None:
+    """disorder_paper_fig7.png (avg K and Φ(.99Γ) vs Γ, with No-K and Max-K) and one PNG
+    each for Figs. 8, 9, 10 (avg K and Φ(.99Γ) vs the swept parameter) and 11: one
+    column per workload."""
+    import matplotlib.pyplot as plt
+
+    rows = part["rows"]
+    for fig_name, xlabel, log in (("fig7", "Γ", False), ("fig8", "P (ms)", True),
+                                  ("fig9", "L (ms)", True), ("fig10", "g (ms)", True)):
+        sel = _pick(rows, figure=fig_name)
+        if fig_name == "fig7":
+            sel += _pick(rows, figure="table2") + _pick(rows, figure="fig6")
+        if not sel:
+            continue
+        names = sorted({r["workload"] for r in sel})
+        fig, axes = plt.subplots(2, len(names), figsize=(3.6 * len(names), 6.4),
+                                 squeeze=False)
+        by = ("method", "selectivity_model") if fig_name == "fig7" else ("recall_target",)
+        for col, name in enumerate(names):
+            mine = [r for r in sel if r["workload"] == name]
+            _lines(axes[0][col], mine, "avg_k_ms", by)
+            _lines(axes[1][col], mine, "phi_99", by)
+            axes[0][col].set_title(name)
+            axes[0][col].set_yscale("symlog", linthresh=10)
+            axes[1][col].set_xlabel(xlabel)
+            for ax in (axes[0][col], axes[1][col]):
+                if log:
+                    ax.set_xscale("log")
+        axes[0][0].set_ylabel("average K (ms)")
+        axes[1][0].set_ylabel("Φ(.99Γ)")
+        axes[0][-1].legend(fontsize=7)
+        fig.suptitle(f"Ji et al. {fig_name} at the paper's strength "
+                     f"({part['span_minutes']} min, {part['rate_per_stream']:.0f} tuples/s)")
+        save_figure(fig, f"disorder_paper_{fig_name}", results_dir)
+    adapt = part["adaptation"]
+    if adapt:
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        _lines(ax, [{**a, "value": a["granularity_ms"], "y": a["mean_ms"]} for a in adapt
+                    if a["selectivity_model"] == "NonEqSel"], "y",
+               ("workload", "recall_target"))
+        ax.set_xscale("log")
+        ax.set_xlabel("g (ms)")
+        ax.set_ylabel("mean adaptation step (ms CPU)")
+        ax.legend(fontsize=7)
+        ax.set_title("Fig. 11: adaptation time")
+        save_figure(fig, "disorder_paper_fig11", results_dir)

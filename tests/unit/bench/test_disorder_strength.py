@@ -1,0 +1,51 @@
+"""`harvest bench disorder`'s paper-strength part: γ(P) against a brute-force count, the
+workloads' stated shape, and the targets."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.disorder.strength import recalls, workloads
+from bench.disorder.strength_report import targets
+
+
+def test_period_recall_matches_a_brute_force_count() -> None:
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 20_000, 3_000)
+    produced = rng.choice(truth, 2_000, replace=False)
+    got = recalls(produced, truth, 20_000, 5_000, 700)
+    want = []
+    for t in range(5_700, 20_001, 700):
+        n_true = int(((truth > t - 5_000) & (truth <= t)).sum())
+        if n_true:
+            want.append(int(((produced > t - 5_000) & (produced <= t)).sum()) / n_true)
+    assert np.allclose(got, want)
+
+
+def test_workloads_run_at_the_papers_rate_and_delays() -> None:
+    ws = {w.name: w for w in workloads(1.0)}
+    assert set(ws) == {"syn3", "syn4", "real2", "real2j"}
+    for w in ws.values():
+        assert all(w.gen.rate_of(i) == 100.0 for i in range(w.gen.streams))
+    assert [getattr(d, "skew", None) for d in ws["syn3"].gen.disorder] == [2.0, 3.0, 3.0]
+    assert [getattr(d, "skew", None) for d in ws["syn4"].gen.disorder] == [3.0, 3.0, 3.0, 4.0]
+
+
+def test_targets_name_the_missed_ones() -> None:
+    def row(fig: str, wl: str, method: str, gamma: float, k: float, phi: float,
+            model: str | None = None, recall: float = 0.99) -> dict:
+        return {"figure": fig, "workload": wl, "method": method, "recall_target": gamma,
+                "avg_k_ms": k, "phi_99": phi, "mean_recall": recall,
+                "selectivity_model": model, "k_of_max": k / 20_000.0, "value": gamma}
+
+    part = {"rows": [row("fig6", "real2", "no-k-slack", 0.99, 0, 0.0, recall=0.5),
+                     row("table2", "real2", "max-k-slack", 0.99, 20_000, 1.0),
+                     row("fig7", "real2", "quality", 0.99, 800, 0.99, "NonEqSel"),
+                     row("fig7", "real2", "quality", 0.999, 15_000, 0.98, "NonEqSel")],
+            "adaptation": [{"workload": "real2", "recall_target": 0.99,
+                            "granularity_ms": 10, "mean_ms": 1.0}]}
+    met, why = targets(part)
+    assert met["no_k_recall_le_0.85_every_workload"]
+    assert met["real2_avg_k_le_5pct_of_max_at_0.99"]
+    assert not met["real2_cut_ge_35pct_at_0.999"]
+    assert "real2_cut_ge_35pct_at_0.999" in why
