@@ -82,11 +82,12 @@ class KeyLoads:
         total = float(self.cost.sum())
         return total / span if span > 0 and total > 0 else PRIOR_COST_PER_MS
 
-    def assign(self, key: int, start: int, end: int) -> None:
-        """A segment [start, end) was placed on ``key``: count its estimated cost."""
+    def assign(self, key: int, start: int, end: int, share: float = 1.0) -> None:
+        """A segment [start, end) was placed on ``key``: count its estimated cost
+        (``share`` of the cost of that stretch of stream time)."""
         if self.first_seen is None:
             self.first_seen = start
-        self.pending.append((end, key, self.cost_per_ms() * (end - start)))
+        self.pending.append((end, key, share * self.cost_per_ms() * (end - start)))
 
     def observe(self, cost: Sequence[float], memory: Sequence[float],
                 received: Sequence[float], until: int) -> None:
