@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.diffusion.cluster import Trace, batches
-from bench.diffusion.join import Host
+from bench.diffusion.join import Allowed, Host
 from bench.diffusion.workload import Workload
 from pipeline.diffusion.ctr import CTRRouter, Path
 from pipeline.diffusion.load import KeyLoads
@@ -28,6 +28,13 @@ class _Cost:
         self.cpu = np.zeros(groups)
         self.units = np.zeros(groups)
         self.shipped = 0
+
+
+def _in_slots(wl: Workload, T: int, slots: IntArray) -> Allowed:
+    """The annotation of one host on one hop: candidates of these slots only."""
+    def allowed(cand: IntArray) -> npt.NDArray[np.bool_]:
+        return np.isin(wl.ts[cand] // T, slots)
+    return allowed
 
 
 def _walk(wl: Workload, hosts: list[Host], path: Path, probers: IntArray, i: int,
@@ -48,9 +55,8 @@ def _walk(wl: Workload, hosts: list[Host], path: Path, probers: IntArray, i: int
                 acc.shipped += sum(len(v) for p, v in cur.items() if p != h)
                 inp = np.concatenate([start[:0], *cur.values()])
             c0 = time.process_time()
-            out, units = hosts[h].extend(
-                inp, inp[:, i], hop.stream,
-                allowed=lambda cand, s=slots: np.isin(wl.ts[cand] // T, s))
+            out, units = hosts[h].extend(inp, inp[:, i], hop.stream,
+                                         allowed=_in_slots(wl, T, slots))
             acc.cpu[h] += time.process_time() - c0
             acc.units[h] += units
             new[h] = out

@@ -12,7 +12,6 @@ usage after a batch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -28,8 +27,8 @@ IntArray = npt.NDArray[np.int64]
 class VRouter(Protocol):
     def route(self, gids: IntArray) -> tuple[IntArray, IntArray]: ...
     def owners(self, members: IntArray) -> IntArray: ...
-    def observe(self, cost: Sequence[float], memory: Sequence[float],
-                received: Sequence[float], until: int) -> None: ...
+    def observe(self, cost: npt.ArrayLike, memory: npt.ArrayLike,
+                received: npt.ArrayLike, until: int) -> None: ...
 
 
 class StaticRouter:
@@ -51,8 +50,8 @@ class StaticRouter:
         seg = self.wl.ts[members[:, self.config.master]] // self.config.segment_ms
         return np.asarray(seg % g, dtype=np.int64)
 
-    def observe(self, cost: Sequence[float], memory: Sequence[float],
-                received: Sequence[float], until: int) -> None:
+    def observe(self, cost: npt.ArrayLike, memory: npt.ArrayLike,
+                received: npt.ArrayLike, until: int) -> None:
         return None
 
 
@@ -68,6 +67,6 @@ class AdaptiveVRouter:
     def owners(self, members: IntArray) -> IntArray:
         return self.router.log.owners(self.wl.ts[members])
 
-    def observe(self, cost: Sequence[float], memory: Sequence[float],
-                received: Sequence[float], until: int) -> None:
+    def observe(self, cost: npt.ArrayLike, memory: npt.ArrayLike,
+                received: npt.ArrayLike, until: int) -> None:
         self.router.observe(cost, memory, received, until)

@@ -226,8 +226,8 @@ class AdaptiveRouter:
         self.routed += len(t)
         return self.log.route_batch(s, t)
 
-    def observe(self, cost: Sequence[float], memory: Sequence[float],
-                received: Sequence[float], until: int) -> None:
+    def observe(self, cost: npt.ArrayLike, memory: npt.ArrayLike,
+                received: npt.ArrayLike, until: int) -> None:
         """The keys' cumulative usage once every tuple up to ``until`` was joined."""
         self.loads.observe(cost, memory, received, until)
         busy = float((self.loads.cost / self.loads.speeds).max())

@@ -201,15 +201,16 @@ class CTRRouter:
         counts = np.bincount(streams, minlength=self.m)
         self.rates = [float(c) / span for c in counts]  # tuples per ms, Eq. 3's r
         slots = ts // self.T
-        rows, hosts = [], []
+        rows: list[IntArray] = []
+        hosts: list[IntArray] = []
         for (s, e) in {(int(a), int(b)) for a, b in zip(streams, slots, strict=True)}:
             sel = np.flatnonzero((streams == s) & (slots == e))
             for h in sorted(self.table[(s, e)]):
-                rows.append(sel)
+                rows.append(sel.astype(np.int64))
                 hosts.append(np.full(len(sel), h, np.int64))
-        r, h = np.concatenate(rows), np.concatenate(hosts)
-        order = np.lexsort((h, r))
-        return r[order], h[order]
+        row_arr, host_arr = np.concatenate(rows), np.concatenate(hosts)
+        order = np.lexsort((host_arr, row_arr))
+        return row_arr[order], host_arr[order]
 
     def table_bytes(self) -> int:
         """Size of the live routing table as JSON (what a diffusion operator keeps)."""

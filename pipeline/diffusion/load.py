@@ -89,8 +89,8 @@ class KeyLoads:
             self.first_seen = start
         self.pending.append((end, key, share * self.cost_per_ms() * (end - start)))
 
-    def observe(self, cost: Sequence[float], memory: Sequence[float],
-                received: Sequence[float], until: int) -> None:
+    def observe(self, cost: npt.ArrayLike, memory: npt.ArrayLike,
+                received: npt.ArrayLike, until: int) -> None:
         """The keys' cumulative usage after joining every tuple up to stream time
         ``until``; pending estimates of segments ending by then are dropped."""
         self.cost = np.asarray(cost, dtype=np.float64).copy()
