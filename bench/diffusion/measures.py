@@ -35,12 +35,12 @@ def measure(trace: Trace, truth: IntArray, speeds: Sequence[float] | None = None
     n = trace.n
     distinct = unique_rows(trace.results)
     return {
-        "async_rate": round(n / per_host.max(), 1),
-        "batch_rate": round(n / busy.max(axis=0).sum(), 1),
+        "async_rate": round(float(n / per_host.max()), 1),
+        "batch_rate": round(float(n / busy.max(axis=0).sum()), 1),
         "route_rate": round(n / trace.route_cpu, 1) if trace.route_cpu > 0 else None,
         "routing_us_per_tuple": round(trace.route_cpu / n * 1e6, 2),
-        "async_rate_cost": round(n / units.sum(axis=1).max() * 1000, 3),
-        "batch_rate_cost": round(n / units.max(axis=0).sum() * 1000, 3),
+        "async_rate_cost": round(float(n / units.sum(axis=1).max() * 1000), 3),
+        "batch_rate_cost": round(float(n / units.max(axis=0).sum() * 1000), 3),
         "imbalance": round(float(per_host.max() / per_host.mean()), 3),
         "imbalance_cost": round(float(units.sum(axis=1).max() / units.sum(axis=1).mean()), 3),
         "replication": round(float(trace.received.sum()) / n, 3),

@@ -94,26 +94,39 @@ def trace_of(name: str, wl: Workload, groups: int, speeds: Sequence[float] | Non
 class Runner:
     """Runs routers on workloads, with one oracle and one centralized run per workload."""
 
-    def __init__(self) -> None:
+    def __init__(self, repeats: int = 1) -> None:
         self.truth: dict[str, Any] = {}
         self.central: dict[str, float] = {}
         self.seconds = 0.0
+        self.repeats = repeats
+
+    def trace(self, name: str, wl: Workload, groups: int, speeds: Sequence[float] | None,
+              segment_ms: int | None) -> Trace:
+        """The run, ``repeats`` times: per (host, batch) the least CPU time (another
+        process can only add time); the results must not change."""
+        best = trace_of(name, wl, groups, speeds, segment_ms)
+        for _ in range(self.repeats - 1):
+            again = trace_of(name, wl, groups, speeds, segment_ms)
+            assert np.array_equal(again.results, best.results), "a run is not deterministic"
+            best.cpu = np.minimum(best.cpu, again.cpu)
+            best.route_cpu = min(best.route_cpu, again.route_cpu)
+        return best
 
     def row(self, part: str, wl: Workload, name: str, groups: int, *,
             speeds: Sequence[float] | None = None, segment_ms: int | None = None,
             **extra: Any) -> dict[str, Any]:
         if wl.name not in self.truth:
             self.truth[wl.name] = oracle_rows(wl)
-            ref = measure(trace_of("atr", wl, 1), self.truth[wl.name])
+            ref = measure(self.trace("atr", wl, 1, None, None), self.truth[wl.name])
             self.central[wl.name] = ref["async_rate"]
         t0 = time.process_time()
-        got = measure(trace_of(name, wl, groups, speeds, segment_ms), self.truth[wl.name],
+        got = measure(self.trace(name, wl, groups, speeds, segment_ms), self.truth[wl.name],
                       speeds)
         cpu = time.process_time() - t0
         self.seconds += cpu
         row = {"part": part, "router": name, "groups": groups, **extra,
                "async_rate": got["async_rate"], "batch_rate": got["batch_rate"],
-               "scaling": round(got["async_rate"] / self.central[wl.name], 3),
+               "scaling": round(float(got["async_rate"] / self.central[wl.name]), 3),
                "imbalance": got["imbalance"], "replication": got["replication"],
                "equals_oracle": got["equals_oracle"], "duplicates": got["duplicates"],
                **{k: v for k, v in got.items() if k not in ("async_rate", "batch_rate",
@@ -125,10 +138,10 @@ class Runner:
 
 
 def base(name: str, m: int, duration_ms: int, *, windows: int = W_MS, eps: float | None = None,
-         theta: float = 0.0, seed: int = 7) -> Workload:
-    """An m-way band workload at the base rate."""
+         theta: float = 0.0, rate: float = RATE, seed: int = 7) -> Workload:
+    """An m-way band workload (by default at the base rate and window)."""
     per_window = RATE * W_MS / 1000.0
-    return make_workload(name, windows=(windows,) * m, rates=(RATE,) * m,
+    return make_workload(name, windows=(windows,) * m, rates=(rate,) * m,
                          duration_ms=duration_ms, eps=band_eps(m, per_window) if eps is None
                          else eps, theta=theta, burst_ms=2_000, seed=seed)
 
