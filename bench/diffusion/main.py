@@ -28,11 +28,16 @@ FIGURE_PARTS: dict[str, Callable[..., list[dict[str, Any]]]] = {
 OWNS = {"scaling": ("scaling", "heterogeneous", "batch")}
 
 
+#: ``--only derive``: no part runs; targets and figures are derived again from the JSON
+DERIVE = "derive"
+
+
 def _parts(only: str | None) -> list[str]:
     parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
+    unknown = sorted(set(parts) - set(PARTS) - {DERIVE})
     if unknown:
-        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}")
+        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)} or "
+                          f"{DERIVE!r}")
     return parts
 
 
@@ -40,8 +45,9 @@ def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
     if set(PARTS) <= set(parts) or not path.exists():
         return {}
     payload: dict[str, Any] = json.loads(path.read_text())
-    for key in ("benchmark", "machine"):
-        payload.pop(key, None)
+    payload.pop("benchmark", None)
+    if parts != [DERIVE]:  # derived again only: the machine and time of the measurement
+        payload.pop("machine", None)
     return payload
 
 
@@ -104,13 +110,18 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     rows = _run_parts(parts, quick, results_dir, payload, seconds)
     calib = payload.get("calibrate")
     met = targets(rows, calib)
+    on_cost = targets(rows, calib, "async_rate_cost")
     sc = [r for r in rows if r["part"] == "batch"]
+    ran = [p for p in parts if p != DERIVE]
     payload.update(
-        quick=quick, parts_last_run=parts, rows=rows, calibrate=calib,
+        quick=quick if ran else payload.get("quick", quick),
+        parts_last_run=ran or payload.get("parts_last_run", []), rows=rows, calibrate=calib,
         batch_bound=[{k: r[k] for k in ("segment_ms_used", "batch_scaling", "batch_bound",
                                         "groups")} for r in sc],
         targets_met=met, targets_missed_why=missed_why(rows, calib, met),
-        cpu_seconds_by_part=seconds, cpu_seconds=round(time.process_time() - t0, 1))
+        targets_met_on_cost_units=on_cost, cpu_seconds_by_part=seconds,
+        cpu_seconds=(round(time.process_time() - t0, 1) if ran
+                     else payload.get("cpu_seconds")))
     out = write_json("diffusion", payload, results_dir)
     figures(rows, results_dir)
     log.info("diffusion bench written", path=str(out))
