@@ -19,7 +19,8 @@ def _lines(ax: Any, rows: Rows, x: str, y: str, title: str) -> None:
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    if rows:
+        ax.legend(fontsize=7)
 
 
 def plot_scaling(rows: Rows, results_dir: Path) -> None:

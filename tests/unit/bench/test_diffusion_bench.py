@@ -3,6 +3,8 @@ no duplicates on small workloads, the measures add up, and the targets read the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,13 +13,13 @@ from bench.diffusion.measures import measure
 from bench.diffusion.oracle import oracle_rows
 from bench.diffusion.parts import ROUTERS, band_eps, trace_of
 from bench.diffusion.targets import targets
-from bench.diffusion.workload import make_workload
+from bench.diffusion.workload import Predicate, make_workload
 
 
 @pytest.mark.parametrize("router", ROUTERS)
 @pytest.mark.parametrize("groups", [1, 3])
 def test_every_router_equals_the_oracle(router: str, groups: int) -> None:
-    predicate = "equi" if router == "hash" else "band"
+    predicate: Predicate = "equi" if router == "hash" else "band"
     wl = make_workload("t", windows=(200, 300, 150), rates=(80.0, 60.0, 100.0),
                        duration_ms=12_000, predicate=predicate, eps=band_eps(3, 16),
                        domain=20, theta=0.5, burst_ms=1_000, seed=3)
@@ -55,3 +57,23 @@ def test_targets_read_the_rows() -> None:
     assert met["async_rate_rises_with_g_ctr"] and met["best_scaling_ge_10_at_g16"]
     assert met["adaptive_atr_ge_static_atr_every_g"]
     assert met["atr_imbalance_le_1_3_every_skew"] is None
+
+
+def test_a_partial_run_writes_the_rows_and_targets(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import bench.diffusion.main as main
+    from bench.diffusion.parts import Sizes
+    from pipeline.core.settings import Settings
+
+    monkeypatch.setattr(main, "sizes", lambda quick: Sizes(3_000, 2_000, (1, 2), 2))
+    assert main.run(True, tmp_path, Settings(), only="scaling,streams,routing_cost") == 0
+    out = json.loads((tmp_path / "diffusion.json").read_text())
+    need = {"part", "router", "groups", "async_rate", "batch_rate", "scaling", "imbalance",
+            "replication", "equals_oracle"}
+    runs = [r for r in out["rows"] if r["part"] != "routing_cost"]
+    assert runs and all(need <= set(r) for r in runs)
+    assert out["targets_met"]["every_run_equals_oracle_no_duplicates"]
+    assert "spark_adaptive_atr_e2e" in out["targets_missed_why"]
+    assert (tmp_path / "diffusion_scaling.png").exists()
