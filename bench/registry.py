@@ -41,6 +41,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("state", "bench.state.main", frozenset({"only"})),
     Benchmark("delivery", "bench.delivery.main"),
     Benchmark("peer", "bench.peer.main", frozenset({"only"})),
+    Benchmark("diffusion", "bench.diffusion.main", frozenset({"only"})),
     Benchmark("soak", "bench.soak.main", frozenset({"minutes"})),
 )
 

@@ -147,17 +147,22 @@ class RouterConfig:
         """Build from a job spec; the master is ``[job] master_stream``, else Eq. 2 on
         ``rates`` when given, else the first stream."""
         windows = spec.join.windows
+        mode = spec.job.routing
+        if mode == "ctr":
+            raise ConfigError("job.routing: 'ctr' (coordinated tuple routing) runs in "
+                              "`harvest bench diffusion`'s virtual cluster only; the Spark "
+                              "job routes 'hash' or 'atr' (docs/NOTES.md, 'CTR in Spark')")
         if spec.job.master_stream is not None:
             master = spec.join.streams.index(spec.job.master_stream)
         else:
             master = choose_master(windows, rates)
         return cls(
-            mode=spec.job.routing,
+            mode=mode,
             groups=spec.job.groups,
             windows_ms=tuple(int(w) for w in windows),
             segment_ms=spec.job.segment_ms,
             master=master,
-            key_attribute=spec.join.attribute if spec.job.routing == "hash" else None,
+            key_attribute=spec.join.attribute if mode == "hash" else None,
         )
 
     def snapshot(self) -> dict[str, Any]:

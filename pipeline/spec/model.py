@@ -205,10 +205,24 @@ class JobSpec(BaseModel):
 
     workload: Literal["sensors", "news", "equi", "positions", "overlap", "overlap-equi"] = (
         "sensors")
-    routing: Literal["hash", "atr"] = "atr"
+    routing: Literal["hash", "atr", "ctr"] = "atr"
     groups: int = Field(default=1, ge=1)
     segment_ms: int = Field(default=10_000, gt=0)
     master_stream: str | None = None
+    #: adaptive ATR (Gu et al. §2.2, Eq. 1): which route key a new master segment goes to
+    segment_keys: Literal["round-robin", "least-loaded"] = "round-robin"
+    #: Eq. 1's [ω_cpu, ω_memory, ω_bandwidth]: each in [0, 1], summing to 1
+    load_weights: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    #: Gu et al. §2.5: re-elect the master by Eq. 2 every ``adapt_interval_ms``
+    adapt_master: bool = False
+    adapt_interval_ms: int = Field(default=10_000, gt=0)
+    #: the relative fall of Eq. 2's overhead a master switch needs
+    switch_margin: float = Field(default=0.1, ge=0.0, lt=1.0)
+    #: Gu et al. §2.6: hill climb on T within [segment_min_ms, segment_max_ms]
+    adapt_segment: bool = False
+    segment_min_ms: int = Field(default=500, gt=0)
+    segment_max_ms: int = Field(default=60_000, gt=0)
+    segment_step_ms: int = Field(default=1_000, gt=0)
     trigger_ms: int = Field(default=1_000, gt=0)
     checkpoint: str | None = None
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
@@ -227,6 +241,38 @@ class JobSpec(BaseModel):
     #: time each instance's micro-batch phases; the metrics rows' ``extra`` then carries
     #: ``profile_us_<phase>`` per admitted tuple (ARCHITECTURE §5)
     profile: bool = False
+
+    @field_validator("load_weights")
+    @classmethod
+    def _weights(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
+        if any(not 0.0 <= w <= 1.0 for w in value) or abs(sum(value) - 1.0) > 1e-9:
+            raise ValueError(f"each weight in [0, 1] and their sum 1, got {list(value)}")
+        return value
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether any adaptive ATR key is on (least-loaded keys, master or T adaptation)."""
+        return (self.segment_keys == "least-loaded" or self.adapt_master
+                or self.adapt_segment)
+
+    @model_validator(mode="after")
+    def _check_adaptive(self) -> JobSpec:
+        if self.segment_min_ms > self.segment_max_ms:
+            raise ValueError(f"job.segment_min_ms: must be <= job.segment_max_ms = "
+                             f"{self.segment_max_ms}, got {self.segment_min_ms}")
+        if self.routing != "atr":
+            for key in ("segment_keys", "adapt_master", "adapt_segment"):
+                if key in self.model_fields_set and getattr(self, key) not in (
+                        False, "round-robin"):
+                    raise ValueError(f"job.{key}: only for routing 'atr', got routing "
+                                     f"{self.routing!r}")
+        if (self.adapt_segment and "segment_ms" in self.model_fields_set
+                and not self.segment_min_ms <= self.segment_ms <= self.segment_max_ms):
+            raise ValueError(f"job.segment_ms: must lie in [job.segment_min_ms, "
+                             f"job.segment_max_ms] = [{self.segment_min_ms}, "
+                             f"{self.segment_max_ms}] with adapt_segment, got "
+                             f"{self.segment_ms}")
+        return self
 
     @model_validator(mode="after")
     def _check_staleness(self) -> JobSpec:

@@ -1,0 +1,11 @@
+"""`harvest bench diffusion`: Gu et al.'s load diffusion (ICDCS) on a virtual cluster.
+
+G join hosts run in one process (:mod:`bench.diffusion.cluster`); a workload is routed in
+trigger-sized micro-batches, each host joins its share in turn, and the per (host,
+batch) CPU time, cost units, tuples received, intermediate tuples shipped (CTR) and
+state give the asynchronous rate (each host queues its own input: the paper's model),
+the batch rate (Spark's per-batch barrier), scaling with G, imbalance and replication
+(:mod:`bench.diffusion.measures`). Every run is checked against the oracle. Parts
+(``--only``): ``calibrate, scaling, skew, streams, windows, selectivity, bursty,
+routing_cost``; results in ``bench/results/diffusion.json`` and ``diffusion_*.png``.
+"""

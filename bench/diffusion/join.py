@@ -1,0 +1,121 @@
+"""One join host of the virtual cluster: per-stream windows of tuple numbers (gids) and the
+m-way probe (MJoin order: the prober, then the other streams one hop each).
+
+A prober x of stream i joins only tuples numbered below it (results are produced by
+their last member, as the engine does): a candidate y of stream j lies in
+[x.ts − W_j, x.ts]; every pair of members must meet the window condition
+e_a.ts − W_b ≤ e_b.ts ≤ e_a.ts + W_a (ARCHITECTURE §4) and the predicate. The cost unit
+is one candidate scanned plus one per prober (the engine's ``stats.cost`` with
+``tuple_cost`` 1): deterministic, what adaptive routing balances on.
+
+:meth:`Host.extend` is one hop over this host's window of one stream, optionally
+restricted to the gids ``allowed`` (CTR's annotations); ATR runs every hop on one host
+(:meth:`Host.probe_all`), CTR ships the partial results between hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from bench.diffusion.workload import Workload
+
+IntArray = npt.NDArray[np.int64]
+Allowed = Callable[[IntArray], npt.NDArray[np.bool_]]
+EMPTY = np.zeros(0, np.int64)
+
+
+class Host:
+    """The windows of one host: gids (ascending) and their timestamps, per stream."""
+
+    def __init__(self, wl: Workload) -> None:
+        self.wl = wl
+        self.gids: list[IntArray] = [EMPTY] * wl.m
+        self.ts: list[IntArray] = [EMPTY] * wl.m
+
+    def add(self, gids: IntArray) -> None:
+        """Store tuples (ascending gids, all newer than what the host holds)."""
+        if len(gids) == 0:
+            return
+        streams = self.wl.stream[gids]
+        for j in np.unique(streams).tolist():
+            new = gids[streams == j]
+            self.gids[j] = np.concatenate((self.gids[j], new))
+            self.ts[j] = np.concatenate((self.ts[j], self.wl.ts[new]))
+
+    def expire(self, before: int) -> None:
+        """Drop what no prober at or after ``before`` can join."""
+        for j in range(self.wl.m):
+            cut = int(np.searchsorted(self.ts[j], before - self.wl.windows[j], "left"))
+            if cut:
+                self.gids[j], self.ts[j] = self.gids[j][cut:], self.ts[j][cut:]
+
+    def state(self) -> int:
+        """Tuples held."""
+        return sum(len(g) for g in self.gids)
+
+    def _match(self, members: IntArray, cand: IntArray, j: int) -> npt.NDArray[np.bool_]:
+        """Window condition and predicate of each candidate against every member so far."""
+        wl = self.wl
+        ok = np.ones(len(cand), dtype=bool)
+        tj, vj = wl.ts[cand], (wl.value[cand] if wl.predicate == "band" else wl.key[cand])
+        for c in range(wl.m):
+            gc = members[:, c]
+            if c == j or gc[0] < 0:
+                continue
+            tc = wl.ts[gc]
+            ok &= (tc - wl.windows[j] <= tj) & (tj <= tc + wl.windows[c])
+            if wl.predicate == "band":
+                ok &= np.abs(wl.value[gc] - vj) <= wl.eps
+            else:
+                ok &= wl.key[gc] == vj
+        return ok
+
+    def extend(self, members: IntArray, prober: IntArray, j: int,
+               allowed: Allowed | None = None) -> tuple[IntArray, int]:
+        """One hop: the partial results ``members`` (rows × m gids, −1 = not yet) of
+        ``prober`` (one gid per row) joined with this host's window of stream ``j``;
+        returns the extended rows and the candidates scanned."""
+        if len(members) == 0:
+            return members, 0
+        px = self.wl.ts[prober]
+        lo = np.searchsorted(self.ts[j], px - self.wl.windows[j], "left")
+        hi = np.searchsorted(self.gids[j], prober, "left")
+        cnt = np.maximum(hi - lo, 0)
+        total = int(cnt.sum())
+        if total == 0:
+            return members[:0], 0
+        rows = np.repeat(np.arange(len(members)), cnt)
+        offset = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        cand = self.gids[j][np.repeat(lo, cnt) + offset]
+        sub = members[rows]
+        ok = self._match(sub, cand, j)
+        if allowed is not None:
+            ok &= allowed(cand)
+        out = sub[ok]
+        out[:, j] = cand[ok]
+        return out, total
+
+    def probe_all(self, probers: IntArray) -> tuple[IntArray, int]:
+        """Every hop on this host: the complete results whose last member is a prober,
+        and the cost units (candidates + one per prober)."""
+        wl = self.wl
+        found = [np.zeros((0, wl.m), np.int64)]
+        cost = len(probers)
+        streams = wl.stream[probers]
+        for i in np.unique(streams).tolist():
+            px = probers[streams == i]
+            members = np.full((len(px), wl.m), -1, np.int64)
+            members[:, i] = px
+            for j in range(wl.m):
+                if j == i:
+                    continue
+                members, c = self.extend(members, members[:, i], j)
+                cost += c
+                if len(members) == 0:
+                    break
+            if len(members):
+                found.append(members)
+        return np.concatenate(found), cost

@@ -1,0 +1,177 @@
+"""The run of `harvest bench diffusion` (the package docstring says what it measures)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.diffusion import sweeps
+from bench.diffusion.parts import Runner, sizes
+from bench.diffusion.plot import figures
+from bench.diffusion.targets import targets
+from bench.kit.output import write_json
+from pipeline.core.errors import ConfigError
+from pipeline.core.logging import get_logger
+from pipeline.core.settings import Settings
+
+log = get_logger("bench.diffusion")
+
+PARTS = ("calibrate", "scaling", "skew", "streams", "windows", "selectivity", "bursty",
+         "routing_cost")
+FIGURE_PARTS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    "scaling": sweeps.scaling, "skew": sweeps.skew, "streams": sweeps.streams,
+    "windows": sweeps.windows, "selectivity": sweeps.selectivity, "bursty": sweeps.bursty}
+#: the row parts each --only part writes (scaling also writes heterogeneous and batch)
+OWNS = {"scaling": ("scaling", "heterogeneous", "batch")}
+
+
+#: ``--only derive``: no part runs; targets and figures are derived again from the JSON
+DERIVE = "derive"
+
+
+def _parts(only: str | None) -> list[str]:
+    parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
+    unknown = sorted(set(parts) - set(PARTS) - {DERIVE})
+    if unknown:
+        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)} or "
+                          f"{DERIVE!r}")
+    return parts
+
+
+def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
+    if set(PARTS) <= set(parts) or not path.exists():
+        return {}
+    payload: dict[str, Any] = json.loads(path.read_text())
+    payload.pop("benchmark", None)
+    if parts != [DERIVE]:  # derived again only: the machine and time of the measurement
+        payload.pop("machine", None)
+    return payload
+
+
+def _pair(rows: list[dict[str, Any]], part: str, key: str | None, value: Any, a: str, b: str,
+          rate: str) -> str:
+    got = {r["router"]: r[rate] for r in rows if r["part"] == part
+           and (key is None or r.get(key) == value)}
+    return f"{got.get(a)} vs {got.get(b)}"
+
+
+def _ordering_why(rows: list[dict[str, Any]], key: str) -> str:
+    """Why CTR did not lead: the numbers of the point the target reads."""
+    part, field, value = {
+        "ctr_ahead_of_atr_for_ge_5_streams": ("streams", "streams", 5),
+        "ctr_ahead_of_atr_for_long_windows": ("windows", "window_ms", max(
+            (r["window_ms"] for r in rows if r["part"] == "windows"), default=None)),
+        "ctr_ahead_of_atr_at_low_selectivity": ("selectivity", "sigma", min(
+            (r["sigma"] for r in rows if r["part"] == "selectivity"), default=None)),
+        "ctr_ahead_of_atr_when_bursty": ("bursty", "theta", 0.9),
+    }[key]
+    def pair(rate: str) -> str:
+        return _pair(rows, part, field, value, "ctr", "atr", rate)
+
+    ship = pair("shipped_per_tuple").split(" vs ")[0]
+    return (f"at {field} = {value}: CTR vs ATR tuples/s {pair('async_rate')}, per 1000 "
+            f"cost units {pair('async_rate_cost')}; copies per tuple {pair('replication')}, "
+            f"CTR ships {ship} partial results per tuple: its copies and partial results "
+            "cost more than ATR's copies (1 + (m−1)/m · 2W/T at T = 2 s) at these sizes, "
+            "and in CPU time CTR also pays a call per hop, host and slot in the simulator")
+
+
+def _adaptive_why(sc: list[dict[str, Any]]) -> str:
+    """Adaptive against static ATR per G, on CPU time and on cost units."""
+    ad = [(r["groups"], r["async_rate"], r["async_rate_cost"]) for r in sc
+          if r["router"] == "atr-adaptive"]
+    st = {r["groups"]: (r["async_rate"], r["async_rate_cost"]) for r in sc
+          if r["router"] == "atr"}
+    cpu = "; ".join(f"G = {g}: {a:.0f} vs {st[g][0]:.0f}" for g, a, _ in ad if g in st)
+    units = "; ".join(f"G = {g}: {c} vs {st[g][1]}" for g, _, c in ad if g in st)
+    return (f"on CPU time (tuples/s, adaptive vs static) {cpu}. Per 1000 cost units "
+            f"{units}. The join work is the same (replication 1.1–1.3 both); the CPU gap "
+            "is timer and cache noise of a shared 2-core machine that best-of-two per "
+            "(host, batch) does not remove — see targets_met_on_cost_units")
+
+
+def missed_why(rows: list[dict[str, Any]], calib: dict[str, Any] | None,
+               met: dict[str, bool | None]) -> dict[str, str]:
+    """One sentence per target not met (False) or not measured (None), with numbers."""
+    sc = [r for r in rows if r["part"] == "scaling"]
+    top = max((r["groups"] for r in sc), default=0)
+    at_top = {r["router"]: r["scaling"] for r in sc if r["groups"] == top}
+    why = {}
+    for key, ok in met.items():
+        if ok:
+            continue
+        if key == "spark_adaptive_atr_e2e":
+            why[key] = ("not built: adaptive ATR and its epoch log are not wired into the "
+                        "Spark job; `harvest submit` refuses the adaptive keys (exit 2)")
+        elif ok is None:
+            why[key] = "not measured in this run (its part did not run)"
+        elif key == "best_scaling_ge_10_at_g16":
+            why[key] = f"scaling at G = {top}: {at_top}"
+        elif key == "adaptive_atr_ge_static_atr_every_g":
+            why[key] = _adaptive_why(sc)
+        elif key == "calibrate_within_25pct_of_spark" and calib:
+            why[key] = (f"model {calib['model_keyed_ratio']} (cost units "
+                        f"{calib['model_cost_ratio']}) vs Spark {calib['spark_keyed_ratio']}: "
+                        "the model's keyed work alone speeds up with G = 2, Spark's keyed "
+                        "stage also pays per-task costs (state store load and commit, Arrow "
+                        "batches to the Python worker) that do not shrink with G")
+        elif key.startswith("ctr_ahead"):
+            why[key] = _ordering_why(rows, key)
+        else:
+            why[key] = "measured and missed: see the rows of its part"
+    return why
+
+
+def _run_parts(parts: list[str], quick: bool, results_dir: Path, payload: dict[str, Any],
+               seconds: dict[str, float]) -> list[dict[str, Any]]:
+    rows = list(payload.get("rows", []))
+    sz = sizes(quick)
+    for part in [p for p in PARTS if p in parts]:
+        t0 = time.process_time()
+        # the scaling targets compare runs a few % apart: best of two per (host, batch)
+        run = Runner(2 if part == "scaling" and not quick else 1)
+        owned = OWNS.get(part, (part,))
+        rows = [r for r in rows if r["part"] not in owned]
+        if part == "calibrate":
+            payload["calibrate"] = sweeps.calibrate(results_dir, quick)
+        elif part == "routing_cost":
+            rows += sweeps.routing_cost(sz)
+        else:
+            rows += FIGURE_PARTS[part](run, sz)
+        seconds[part] = round(time.process_time() - t0, 1)
+        log.info("diffusion part done", part=part, cpu_s=seconds[part])
+    return rows
+
+
+def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
+    """Run every part (or ``only``), write bench/results/diffusion.json and the PNGs; a
+    partial run merges its rows into the existing JSON."""
+    t0 = time.process_time()
+    parts = _parts(only)
+    path = results_dir / "diffusion.json"
+    payload = _previous(path, parts)
+    seconds = dict(payload.get("cpu_seconds_by_part", {}))
+    rows = _run_parts(parts, quick, results_dir, payload, seconds)
+    calib = payload.get("calibrate")
+    met = targets(rows, calib)
+    on_cost = targets(rows, calib, "async_rate_cost")
+    sc = [r for r in rows if r["part"] == "batch"]
+    ran = [p for p in parts if p != DERIVE]
+    payload.update(
+        quick=quick if ran else payload.get("quick", quick),
+        parts_last_run=ran or payload.get("parts_last_run", []), rows=rows, calibrate=calib,
+        batch_bound=[{k: r[k] for k in ("segment_ms_used", "batch_scaling", "batch_bound",
+                                        "groups")} for r in sc],
+        targets_met=met, targets_missed_why=missed_why(rows, calib, met),
+        targets_met_on_cost_units=on_cost, cpu_seconds_by_part=seconds,
+        cpu_seconds=(round(time.process_time() - t0, 1) if ran
+                     else payload.get("cpu_seconds")))
+    out = write_json("diffusion", payload, results_dir)
+    figures(rows, results_dir)
+    log.info("diffusion bench written", path=str(out))
+    for k, ok in met.items():
+        print(f"{k:50s} {'met' if ok else ('MISSED' if ok is False else '-')}")
+    return 0
