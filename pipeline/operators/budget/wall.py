@@ -8,11 +8,7 @@
   which counts as spent, and how far behind the input it is (the age of its freshest
   input record over a latency target): above 1 the next reading's β and headroom are
   capped by its inverse, whatever the CPU accounting says — Spark's own per-row work
-  (decode, Arrow, Kafka) is invisible to the clock but shows up there. A lag that has
-  fallen by :data:`LAG_DRAINING` or more since the previous batch does not cap again:
-  the backlog is draining at the z in force, and a second cut for the same backlog
-  stacks on the first (integral wind-up: the demo's z fell from 0.92 to 0.047 in five
-  batches while one backlog drained, and its output with it).
+  (decode, Arrow, Kafka) is invisible to the clock but shows up there.
 * :class:`WallQueue` — ours: the wall clock behind a bounded input queue, for the
   shedders that drop arrivals instead of throttling (``taildrop``, ``randomdrop-static``).
   A single server in stream time whose service times are the measured wall seconds of
@@ -37,10 +33,6 @@ from typing import Any
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.overflow import OverflowCount
 from pipeline.operators.budget.reading import BudgetReading
-
-#: a batch whose lag ratio is at most this share of the previous batch's is draining
-#: its backlog: its lag does not cap the next reading (:meth:`WallBudget.observe_batch`)
-LAG_DRAINING = 0.9
 
 
 @dataclass(frozen=True)
@@ -68,7 +60,6 @@ class WallBudget:
         self.timed_total = 0.0  # seconds timed between admit and charge, ever
         self.lag_cap: float | None = None  # 1 / lag ratio of the last batch, until read
         self.overhead = 0.0  # seconds of spent reported by observe_batch, this interval
-        self.last_lag: float | None = None  # the previous batch's lag ratio
 
     def admit(self, now: int) -> bool:
         self.pushed += 1
@@ -104,16 +95,12 @@ class WallBudget:
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         """Ours: a micro-batch's wall time outside admit→charge counts as spent, and
         ``lag_ratio`` (freshest input's age / latency target) > 1 caps the next reading
-        at 1 / lag_ratio, unless it fell to :data:`LAG_DRAINING` × the previous batch's
-        or less (see the module docstring)."""
+        at 1 / lag_ratio (see the module docstring)."""
         self.spent += max(0.0, overhead_s)
         self.overhead += max(0.0, overhead_s)
         if lag_ratio is not None and lag_ratio > 0:
-            draining = self.last_lag is not None and lag_ratio <= LAG_DRAINING * self.last_lag
-            if not draining:
-                cap = 1.0 / lag_ratio
-                self.lag_cap = cap if self.lag_cap is None else min(self.lag_cap, cap)
-            self.last_lag = lag_ratio
+            cap = 1.0 / lag_ratio
+            self.lag_cap = cap if self.lag_cap is None else min(self.lag_cap, cap)
 
     def measure(self, now: int, interval_ms: int) -> BudgetReading:
         available = interval_ms / 1000.0 / self.config.speedup * self.config.utilization
@@ -135,7 +122,7 @@ class WallBudget:
     def snapshot(self) -> dict[str, Any]:
         return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost,
                 "timed_total": self.timed_total, "lag_cap": self.lag_cap,
-                "overhead": self.overhead, "last_lag": self.last_lag}
+                "overhead": self.overhead}
 
     def restored(self, snap: dict[str, Any]) -> WallBudget:
         """A wall budget of the same config and clock with the state of ``snap``."""
@@ -161,8 +148,6 @@ class WallBudget:
             obj.overhead = float(snap.get("overhead", 0.0))
             cap = snap.get("lag_cap")
             obj.lag_cap = None if cap is None else float(cap)
-            last = snap.get("last_lag")
-            obj.last_lag = None if last is None else float(last)
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"wall budget: bad snapshot {snap!r}") from exc
         return obj
@@ -274,7 +259,6 @@ class WallQueue(WallBudget, OverflowCount):
         obj = cls(config, clock)
         obj.spent, obj.pushed, obj.cost = base.spent, base.pushed, base.cost
         obj.timed_total, obj.lag_cap = base.timed_total, base.lag_cap
-        obj.last_lag = base.last_lag
         obj.overhead = base.overhead
         try:  # a plain wall budget's snapshot restores as an empty queue
             obj.busy_until = float(snap.get("busy_until", 0.0))

@@ -168,30 +168,6 @@ def test_wall_budget_batch_overhead_and_lag(overhead: float, lag_ratio: float | 
 
 
 @pytest.mark.parametrize(
-    ("first", "second", "capped"),
-    [
-        (3.0, 2.0, False),  # the backlog drains at the z in force: no second cut
-        (3.0, 2.7, False),  # exactly LAG_DRAINING × the previous: draining
-        (3.0, 2.9, True),  # barely falling: still behind, cut again
-        (2.0, 3.0, True),  # growing
-        (0.5, 1.5, True),  # a new lag
-    ],
-)
-def test_a_draining_lag_does_not_cut_twice(first: float, second: float,
-                                            capped: bool) -> None:
-    wb = charged_wall_budget()
-    wb.observe_batch(0.0, first)
-    wb.measure(1000, 2000)
-    wb = WallBudget.from_snapshot(wb.config, wb.clock, wb.snapshot())
-    assert wb.last_lag == first
-    wb.observe_batch(0.0, second)
-    r = wb.measure(2000, 2000)
-    assert (r.lag_cap is not None) == capped
-    if capped:
-        assert r.lag_cap == pytest.approx(1.0 / second) and r.beta <= 1.0 / second
-
-
-@pytest.mark.parametrize(
     ("kwargs", "field"),
     [
         ({"budget": "virtual", "capacity": None}, "capacity"),
