@@ -15,7 +15,7 @@ KINDS = ("input_leader", "results_leader", "python_worker", "driver")
 DEFAULT_MINUTES = 10.0
 QUICK_MINUTES = 3.0
 #: tuples/s per stream (see the package docstring for why not the capacity)
-RATE_PER_STREAM = 40.0
+RATE_PER_STREAM = 100.0
 #: seconds a killed node stays down before `harvest kafka start-node`
 NODE_DOWN_S = 5.0
 #: the first fault, and the gap between faults, in seconds

@@ -142,3 +142,22 @@ def test_status_describes_each_node() -> None:
     assert text[2] == "  node 2: 127.0.0.1:9102 stopped; leads 0 partitions (0 of user topics)"
     assert text[3].endswith("leads ?")
     assert status.running
+
+
+def test_a_secure_node_keeps_the_quorum_and_shares_the_clusters_tls(tmp_path: Path) -> None:
+    from connectors.launch import secure as sec
+
+    layout = ClusterLayout(tmp_path / "kafka")
+    launcher = _launcher(tmp_path)
+    record = ClusterRecord(**{**RECORD.__dict__, "secure": True})
+    node = launcher.node(record, 3)
+    assert node.config.secure_layout == layout.secure_layout
+    assert node.config.data_dir == layout.node_dir(3) / "secure-data"
+    assert layout.secure_layout.clients_dir == tmp_path / "kafka" / "clients"
+    node.config.kafka_dir.mkdir(parents=True)
+    node._render(record.ports[3], sec.Credentials.generate())
+    props = _parse(node.config.properties_file.read_text())
+    assert props["node.id"] == "3"
+    assert props["controller.quorum.voters"].count("@127.0.0.1:") == 3
+    assert props["listeners"] == "SASL_SSL://127.0.0.1:9103,CONTROLLER://127.0.0.1:9203"
+    assert props["ssl.keystore.location"] == str(layout.secure_layout.keystore)
