@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.chaos.faults import kill_leader, kill_python_worker
 from bench.chaos.live import Run
-from bench.chaos.plan import NODE_DOWN_S, NODES, Fault, plan
+from bench.chaos.plan import NODE_DOWN_S, NODES, Fault, plan, rate_per_stream
 from bench.chaos.readback import Outcome, read_back
 from bench.chaos.recovery import commit_times
 from bench.chaos.report import payload, plot
@@ -40,9 +40,9 @@ def _cluster(settings: Settings) -> Any:
     return launcher
 
 
-def _slack(settings: Settings, quick: bool, minutes: float | None) -> int:
+def _slack(settings: Settings, quick: bool, minutes: float | None, rate: float) -> int:
     """K: the largest delay of the run's records (generated once, dry run)."""
-    probe = plan(quick, minutes, settings, 0)
+    probe = plan(quick, minutes, settings, 0, rate)
     run_harvest("produce-dry", [*probe.producer_args(), "--dry-run"], probe.workdir, {}, 600)
     slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in read_jsonl(probe.dump))
     shutil.rmtree(probe.workdir, ignore_errors=True)
@@ -132,7 +132,8 @@ def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | Non
     assert status.bootstrap is not None
     bootstrap = status.bootstrap
     try:
-        chaos = plan(quick, minutes, settings, _slack(settings, quick, minutes))
+        rate = rate_per_stream(results_dir)
+        chaos = plan(quick, minutes, settings, _slack(settings, quick, minutes, rate), rate)
         print(f"chaos: {chaos.minutes:g} min at {chaos.rate:g}/s per stream on {NODES} "
               f"nodes ({bootstrap}); {len(chaos.faults)} faults", flush=True)
         live = Run(chaos, launcher, bootstrap,

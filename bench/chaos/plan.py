@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,9 @@ from pipeline.core.settings import Settings
 KINDS = ("input_leader", "results_leader", "python_worker", "driver")
 DEFAULT_MINUTES = 10.0
 QUICK_MINUTES = 3.0
-#: tuples/s per stream (see the package docstring for why not the capacity)
+#: the input rate against the full join's capacity (all streams together)
+LOAD = 1.0
+#: tuples/s per stream when no capacity was measured (no ``soak.json``)
 RATE_PER_STREAM = 100.0
 #: seconds a killed node stays down before `harvest kafka start-node`
 NODE_DOWN_S = 5.0
@@ -80,8 +83,27 @@ class Chaos:
                 "--until-idle", f"{UNTIL_IDLE_S:g}", "--max-restarts", "3"]
 
 
-def plan(quick: bool, minutes: float | None, settings: Settings, slack_ms: int) -> Chaos:
-    """The run of ``minutes`` (default 10, quick 3) with K = ``slack_ms``; writes its spec."""
+def soak_capacity(results_dir: Path) -> float | None:
+    """Tuples/s (all streams) the full join sustains on this workload, as `harvest bench
+    soak` last measured it (``capacity.capacity_rate`` of ``soak.json``), else None."""
+    try:
+        data = json.loads((results_dir / "soak.json").read_text())
+        return float(data["capacity"]["capacity_rate"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def rate_per_stream(results_dir: Path) -> float:
+    """:data:`LOAD` × the measured capacity over the three streams, else
+    :data:`RATE_PER_STREAM`."""
+    capacity = soak_capacity(results_dir)
+    return round(LOAD * capacity / 3, 1) if capacity else RATE_PER_STREAM
+
+
+def plan(quick: bool, minutes: float | None, settings: Settings, slack_ms: int,
+         rate: float = RATE_PER_STREAM) -> Chaos:
+    """The run of ``minutes`` (default 10, quick 3) at ``rate`` tuples/s per stream with
+    K = ``slack_ms``; writes its spec."""
     from pipeline.spec.toml import spec_to_toml, with_overrides
 
     length = minutes if minutes is not None else (QUICK_MINUTES if quick else DEFAULT_MINUTES)
@@ -94,6 +116,6 @@ def plan(quick: bool, minutes: float | None, settings: Settings, slack_ms: int) 
         job={"topic_prefix": prefix, "speedup": 1.0, "max_staleness_ms": None},
         output={"delivery": "exactly-once"},
     )
-    chaos = Chaos(quick, length, RATE_PER_STREAM, prefix, workdir, spec, schedule(length))
+    chaos = Chaos(quick, length, rate, prefix, workdir, spec, schedule(length))
     chaos.spec_path.write_text(spec_to_toml(spec))
     return chaos

@@ -57,18 +57,17 @@ def read_back(chaos: Chaos, bootstrap: str, settings: Settings, producer: Child)
     from connectors.io.topics import input_topic, results_topic
     from pipeline.quality.oracle import oracle
 
-    generated = read_jsonl(chaos.dump)
+    wanted = {(r["stream"], r["seq"]) for r in read_jsonl(chaos.dump)}
     held = [r for s in ("s1", "s2", "s3")
             for r in _read(bootstrap, input_topic(chaos.prefix, "sensors", s), settings, False)]
     keys = Counter((r["stream"], r["seq"]) for r in held)
-    wanted = {(r["stream"], r["seq"]) for r in generated}
     distinct = list({(r["stream"], r["seq"]): r for r in held}.values())
     truth = {r.id for r in oracle(chaos.spec.join, distinct)}
     got = Counter(str(r["id"]) for r in _read(bootstrap, results_topic(chaos.prefix),
                                               settings, True))
     sent, failed = _producer_counts(producer)
     return Outcome(
-        generated=len(generated), producer_sent=sent, producer_failed=failed,
+        generated=len(wanted), producer_sent=sent, producer_failed=failed,
         held=len(held), records_lost=len(wanted - set(keys)),
         input_duplicates=sum(n - 1 for n in keys.values()),
         results=len(got), oracle_results=len(truth),

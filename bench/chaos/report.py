@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.chaos.plan import MASTER, NODES, UNTIL_IDLE_S
+from bench.chaos.plan import MASTER, NODES, UNTIL_IDLE_S, soak_capacity
 from bench.chaos.recovery import commit_times, recovered_s
 from bench.kit.output import save_figure
 from pipeline.core.settings import Settings
@@ -20,15 +19,6 @@ if TYPE_CHECKING:
 BROKER_KINDS = ("input_leader", "results_leader")
 COLOURS = {"input_leader": "tab:blue", "results_leader": "tab:orange",
            "python_worker": "tab:green", "driver": "tab:red"}
-
-
-def _soak_capacity(results_dir: Path) -> float | None:
-    """Tuples/s the full join sustains, as `harvest bench soak` last measured it."""
-    try:
-        data = json.loads((results_dir / "soak.json").read_text())
-        return float(data["capacity"]["capacity_rate"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Settings,
@@ -44,7 +34,7 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
               if f["kind"] in BROKER_KINDS and f["recovered_s"] is not None]
     trigger_s = chaos.spec.job.trigger_ms / 1000.0
     median_broker = statistics.median(broker) if broker else None
-    capacity = _soak_capacity(results_dir)
+    capacity = soak_capacity(results_dir)
     out = dataclasses.asdict(outcome)
     targets = {
         "faults_survived": survived == len(faults) and len(faults) >= (8 if not chaos.quick

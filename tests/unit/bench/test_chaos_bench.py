@@ -97,3 +97,11 @@ def test_payload_counts_faults_and_checks_the_targets(
     assert body["median_recovered_s_broker"] == 11.0
     assert all(body["targets_met"].values()) is met
     assert body["load"] is None
+
+
+def test_the_rate_is_the_soaks_capacity_over_three_streams(tmp_path: Path) -> None:
+    from bench.chaos.plan import RATE_PER_STREAM, rate_per_stream
+
+    assert rate_per_stream(tmp_path) == RATE_PER_STREAM
+    (tmp_path / "soak.json").write_text('{"capacity": {"capacity_rate": 1800.0}}')
+    assert rate_per_stream(tmp_path) == 600.0
