@@ -11,7 +11,7 @@ from pathlib import Path
 
 from connectors.io.admin import leader_of
 from connectors.launch.cluster import LocalCluster
-from pipeline.core.errors import InfraError
+from pipeline.core.errors import HarvestError, InfraError
 
 #: a PySpark daemon or a worker it forked has this in its command line
 WORKER_MARKER = b"pyspark.daemon"
@@ -58,18 +58,33 @@ def _parent(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def kill_python_worker(root: int) -> int:
-    """SIGKILL one PySpark worker below ``root`` (the lowest pid); its pid."""
-    workers = python_workers(root)
-    if not workers:
-        raise InfraError(f"no PySpark worker runs below pid {root}")
+def kill_python_worker(root: int, wait_s: float = 20.0) -> int:
+    """SIGKILL one PySpark worker below ``root`` (the lowest pid; waits up to ``wait_s``
+    for one to exist); its pid. InfraError when none appears."""
+    deadline = time.monotonic() + wait_s
+    while not (workers := python_workers(root)):
+        if time.monotonic() > deadline:
+            raise InfraError(f"no PySpark worker runs below pid {root}")
+        time.sleep(0.5)
     os.kill(workers[0], signal.SIGKILL)
     return workers[0]
 
 
+def _leader(bootstrap: str, topic: str, wait_s: float = 30.0) -> int:
+    """The node leading ``topic``[0], waiting up to ``wait_s`` while it has none."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return leader_of(bootstrap, topic)
+        except HarvestError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 def kill_leader(launcher: LocalCluster, bootstrap: str, topic: str, down_s: float) -> int:
     """SIGKILL the node leading ``topic``[0], wait ``down_s``, start it again; its id."""
-    node = leader_of(bootstrap, topic)
+    node = _leader(bootstrap, topic)
     launcher.stop_node(node, kill=True)
     time.sleep(down_s)
     launcher.start_node(node, timeout=120.0)

@@ -18,7 +18,7 @@ from bench.chaos.readback import Outcome, read_back
 from bench.chaos.recovery import commit_times
 from bench.chaos.report import payload, plot
 from bench.kit.output import write_json
-from pipeline.core.errors import InfraError
+from pipeline.core.errors import HarvestError, InfraError
 from pipeline.core.jsonl import read_jsonl
 from pipeline.core.procs import Child, run_harvest
 from pipeline.core.settings import Settings
@@ -94,7 +94,10 @@ def _faults(run: Run, t0: float) -> None:
             time.sleep(0.5)
         _keep_job_alive(run)
         at = time.time()
-        hit = _inject(run, fault)
+        try:
+            hit = _inject(run, fault)
+        except HarvestError as exc:  # recorded; the run goes on
+            hit = f"not injected: {exc}"
         run.fired.append({"kind": fault.kind, "at_s": round(at - t0, 1), "epoch": at,
                           "hit": hit})
         print(f"  {at - t0:6.1f} s  {fault.kind:15s} {hit}", flush=True)

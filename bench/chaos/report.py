@@ -28,7 +28,9 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
     commits = commit_times(chaos.checkpoint)
     times = sorted(commits.values())
     faults = [{"kind": f["kind"], "at_s": f["at_s"], "hit": f["hit"],
-               "recovered_s": recovered_s(f["epoch"], times)} for f in run.fired]
+               "recovered_s": recovered_s(f["epoch"], times)} for f in run.fired
+              if not str(f["hit"]).startswith("not injected")]
+    missed = [f for f in run.fired if str(f["hit"]).startswith("not injected")]
     survived = sum(f["recovered_s"] is not None for f in faults) if job_exit == 0 else 0
     broker = [f["recovered_s"] for f in faults
               if f["kind"] in BROKER_KINDS and f["recovered_s"] is not None]
@@ -52,7 +54,7 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
         "window_ms": chaos.spec.join.window_ms, "slack_ms": chaos.spec.disorder.slack_ms,
         "topic_prefix": chaos.prefix,
         "schedule": [{"kind": f.kind, "at_s": f.at_s} for f in chaos.faults],
-        "fault_log": faults,
+        "fault_log": faults, "faults_not_injected": missed,
         "faults": len(faults), "faults_survived": survived,
         "records_lost": outcome.records_lost,
         "duplicates_read_committed": outcome.duplicates_read_committed,
