@@ -73,7 +73,7 @@ class Chaos:
 
     def producer_args(self) -> list[str]:
         """`harvest produce` for the whole run, paced in real time, dumping its records."""
-        return [*sensor_produce(60.0 * self.minutes), "--rate", f"{self.rate:g}",
+        return ["produce", *sensor_produce(60.0 * self.minutes), "--rate", f"{self.rate:g}",
                 "--speedup", "1", "--topic-prefix", self.prefix, "--dump", str(self.dump)]
 
     def submit_args(self) -> list[str]:

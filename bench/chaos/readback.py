@@ -34,7 +34,9 @@ class Outcome:
 
 def _producer_counts(producer: Child) -> tuple[int, int]:
     """(sent, failed) from `harvest produce`'s summary line (-1, -1: none printed)."""
-    text = "\n".join(producer.stdout_lines())
+    text = "\n".join(producer.stdout_lines())  # the summary goes to stderr
+    if producer.stderr_path.exists():
+        text += "\n" + producer.stderr_path.read_text(errors="replace")
     found = _SENT.search(text)
     if found is None:
         return -1, -1
