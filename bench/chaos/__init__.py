@@ -29,10 +29,11 @@ micro-batch, the job ending cleanly) and ``faults``. Targets: ``faults_survived 
 faults`` (≥ 8 in the full run), nothing lost, no duplicate, equal to the oracle, and the
 median ``recovered_s`` of the broker faults ≤ 2 × the trigger.
 
-The rate is :data:`~bench.chaos.plan.LOAD` (1×) the full join's capacity on this
-workload as `harvest bench soak` last measured it (``soak.json``; without one,
-:data:`~bench.chaos.plan.RATE_PER_STREAM`), recorded as ``input_rate_per_stream`` and
-``load``. Writes ``bench/results/chaos.json`` and
+The rate is :data:`~bench.chaos.plan.LOAD` (a third) of the full join's per-stream
+capacity on this workload as `harvest bench soak` last measured it (``soak.json``;
+without one, :data:`~bench.chaos.plan.RATE_PER_STREAM`), recorded as
+``input_rate_per_stream`` and ``load``: at 1× the job with exactly-once output beside
+three brokers on two cores cannot keep up (docs/NOTES.md). Writes ``bench/results/chaos.json`` and
 ``chaos.png``. Modules: :mod:`~bench.chaos.plan` (what runs), :mod:`~bench.chaos.faults`
 (the injections), :mod:`~bench.chaos.recovery` (commit times → ``recovered_s``),
 :mod:`~bench.chaos.report` (JSON, PNG), :mod:`~bench.chaos.main` (the run).

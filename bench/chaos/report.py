@@ -49,7 +49,7 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
     return {
         "quick": chaos.quick, "minutes": chaos.minutes, "nodes": NODES, "master": MASTER,
         "input_rate_per_stream": chaos.rate,
-        "load": round(3 * chaos.rate / capacity, 3) if capacity else None,
+        "load": round(chaos.rate / capacity, 3) if capacity else None,
         "trigger_ms": chaos.spec.job.trigger_ms, "until_idle_s": UNTIL_IDLE_S,
         "window_ms": chaos.spec.join.window_ms, "slack_ms": chaos.spec.disorder.slack_ms,
         "topic_prefix": chaos.prefix,

@@ -99,7 +99,7 @@ def test_payload_counts_faults_and_checks_the_targets(
     assert body["load"] is None
 
 
-def test_the_rate_is_the_soaks_capacity_over_three_streams(tmp_path: Path) -> None:
+def test_the_rate_is_a_third_of_the_soaks_capacity(tmp_path: Path) -> None:
     from bench.chaos.plan import RATE_PER_STREAM, rate_per_stream
 
     assert rate_per_stream(tmp_path) == RATE_PER_STREAM
