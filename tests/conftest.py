@@ -11,6 +11,10 @@
 It reports which one it used on the terminal and in the summary. ``topic_prefix`` gives
 every test its own topic prefix so tests sharing the broker never see each other's data.
 
+``kafka_cluster`` (session) is a local three-node cluster (`harvest kafka up --brokers 3`)
+under its own HARVEST_CACHE_DIR, for the leader-failover tests: one per session, since
+starting three JVMs takes half a minute.
+
 ``schema_registry`` (session) is the Confluent-compatible URL of a real Schema Registry:
 ``SCHEMA_REGISTRY_URL`` when set, else the local Apicurio registry
 (:class:`connectors.launch.registry.LocalRegistry`, i.e. `harvest registry up`), started
@@ -20,17 +24,21 @@ if needed and stopped at session end only if this session started it.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
 from connectors.io.admin import wait_for_broker
 from connectors.launch.broker import LocalKafka
 from connectors.launch.broker_config import BrokerConfig
+from connectors.launch.cluster import LocalCluster
 from connectors.launch.docker_probe import docker_engine_answers
 from connectors.launch.registry import LocalRegistry, RegistryConfig, answers
-from pipeline.core.settings import load_settings
+from pipeline.core.settings import PROJECT_ROOT, load_settings
 
 _KAFKA_SOURCES: list[str] = []
 
@@ -86,6 +94,46 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         if not was_running:
             broker.down()
+
+
+@dataclass(frozen=True)
+class KafkaCluster:
+    """The session's three-node cluster: the environment that points harvest commands at
+    it (its HARVEST_CACHE_DIR and HARVEST_BOOTSTRAP_SERVERS), its bootstrap servers and
+    its launcher."""
+
+    env: dict[str, str]
+    bootstrap: str
+    launcher: LocalCluster
+
+    def harvest(self, *args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
+        """Run ``harvest <args>`` against the cluster."""
+        return subprocess.run([sys.executable, "-m", "pipeline.cli.main", *args],
+                              cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A three-node local cluster (see the module docstring), stopped at session end."""
+    cache = tmp_path_factory.mktemp("cluster-cache")
+    (cache / "jars").symlink_to(load_settings().jars_dir.resolve(), target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARVEST_")}
+    env.update(HARVEST_CACHE_DIR=str(cache), HARVEST_LOG_FORMAT="json")
+    launcher = LocalCluster(BrokerConfig.from_settings(load_settings(cache_dir=cache)))
+    try:
+        cluster = KafkaCluster(env, "", launcher)
+        done = cluster.harvest("kafka", "up", "--brokers", "3", "--timeout", "180")
+        assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+        record = launcher.record()
+        assert record is not None
+        env["HARVEST_BOOTSTRAP_SERVERS"] = record.bootstrap
+        _announce(request, f"{record.bootstrap} (local 3-node cluster under {cache})",
+                  "kafka_cluster")
+        yield KafkaCluster(env, record.bootstrap, launcher)
+    finally:
+        launcher.down()
 
 
 @pytest.fixture(scope="session")

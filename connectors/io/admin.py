@@ -162,7 +162,7 @@ def ensure_topics(
     names: Iterable[str],
     partitions: int = 1,
     *,
-    replication_factor: int = 1,
+    replication_factor: int | None = None,
     config: Mapping[str, str] | None = None,
     client_config: Mapping[str, str] | None = None,
     timeout: float = 30.0,
@@ -172,14 +172,16 @@ def ensure_topics(
 
     Idempotent: existing topics are left untouched (a different partition count is logged,
     not changed) and a concurrent creation by someone else counts as success. Returns the
-    names this call created. Raises :class:`ConfigError` for an invalid name or partition
+    names this call created; ``replication_factor`` None: the broker's
+    ``default.replication.factor`` (``min(3, N)`` on a local N-node cluster). Raises
+    :class:`ConfigError` for an invalid name or partition
     count, :class:`KafkaUnavailableError` when the broker does not answer and
     :class:`TopicError` when a topic cannot be created or is not ready within ``timeout``.
     """
     wanted = list(dict.fromkeys(validate_topic(n) for n in names))
     if partitions < 1:
         raise ConfigError(f"partitions must be >= 1, got {partitions!r}")
-    if replication_factor < 1:
+    if replication_factor is not None and replication_factor < 1:
         raise ConfigError(f"replication_factor must be >= 1, got {replication_factor!r}")
     if not wanted:
         return []
@@ -191,7 +193,8 @@ def ensure_topics(
     missing = [n for n in wanted if n not in metadata.topics]
     created: list[str] = []
     if missing:
-        topics = [NewTopic(n, num_partitions=partitions, replication_factor=replication_factor,
+        factor = -1 if replication_factor is None else replication_factor
+        topics = [NewTopic(n, num_partitions=partitions, replication_factor=factor,
                            config=dict(config or {})) for n in missing]
         created = _create(admin, topics, bootstrap, timeout, client_config)
         log.info("topics created", topics=created, partitions=partitions, bootstrap=bootstrap)
@@ -236,6 +239,30 @@ def delete_topics(
             raise TopicError(f"cannot delete topic {name!r} on {bootstrap}: {exc}") from exc
         deleted.append(name)
     return deleted
+
+
+def partition_leaders(
+    bootstrap: str, client_config: Mapping[str, str] | None = None, timeout: float = 10.0
+) -> dict[int, list[tuple[str, int]]]:
+    """Node id → the ``(topic, partition)`` pairs it leads (internal topics included;
+    a partition without a leader is under no node)."""
+    metadata = _metadata(admin_client(bootstrap, client_config, quiet=True), bootstrap,
+                         timeout, client_config)
+    out: dict[int, list[tuple[str, int]]] = {int(b): [] for b in metadata.brokers}
+    for name, topic in sorted(metadata.topics.items()):
+        for number, part in sorted(topic.partitions.items()):
+            if part.leader >= 0:
+                out.setdefault(int(part.leader), []).append((name, int(number)))
+    return out
+
+
+def leader_of(bootstrap: str, topic: str, partition: int = 0,
+              client_config: Mapping[str, str] | None = None, timeout: float = 10.0) -> int:
+    """The node id leading ``topic``'s ``partition``; :class:`TopicError` when it has none."""
+    for node, parts in partition_leaders(bootstrap, client_config, timeout).items():
+        if (topic, partition) in parts:
+            return node
+    raise TopicError(f"{topic}[{partition}] on {bootstrap} has no leader")
 
 
 def list_topic_names(

@@ -300,11 +300,24 @@ class TransactionalSink:
                                       f"{self.config.transactional_id!r}") from exc
         if error is not None and getattr(error, "txn_requires_abort", lambda: False)():
             raise _AbortableError(f"{step}: {error}" + _suffix(self._failures)) from exc
+        if code in _fenced_codes():
+            raise DeliveryError(
+                f"the transactional producer {self.config.transactional_id!r} was fenced in "
+                f"{step}: a newer producer with the same transactional.id (a restarted run "
+                f"of this job) took over, so this one stops writing: {exc}") from exc
         fatal = error is not None and getattr(error, "fatal", lambda: False)()
         raise DeliveryError(
             f"the transactional producer {self.config.transactional_id!r} failed in {step}"
             f"{' (fatal: fenced by a newer producer or misconfigured)' if fatal else ''}: "
             f"{exc}" + _suffix(self._failures)) from exc
+
+
+def _fenced_codes() -> frozenset[int]:
+    """Error codes of a producer fenced by a newer one with its transactional.id."""
+    from confluent_kafka import KafkaError
+
+    return frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                      KafkaError.INVALID_PRODUCER_EPOCH})
 
 
 class _AbortableError(DeliveryError):

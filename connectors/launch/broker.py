@@ -36,6 +36,7 @@ from connectors.launch.broker_config import (
     pick_ports,
     render_properties,
 )
+from connectors.launch.cluster_layout import cluster_is_up
 from connectors.launch.jars import check_java, find_java, kafka_jars
 from connectors.launch.service import Clock, ServiceProcess, locked, log_tail, read_int
 from pipeline.core.errors import InfraError, KafkaUnavailableError
@@ -178,6 +179,12 @@ class LocalKafka:
         limit = self.config.start_timeout_s if timeout is None else timeout
         java = find_java(self.config.java_home)
         kafka_jars(self.config.jars_dir)
+        cluster = None if self.config.voters else cluster_is_up(self.config.kafka_dir)
+        if cluster is not None:
+            raise InfraError(
+                f"a {cluster.nodes}-node cluster runs under {self.config.kafka_dir} at "
+                f"{cluster.bootstrap}; one broker or cluster runs at a time: stop it with "
+                "`harvest kafka down` first")
         with locked(self.config.lock_file):
             pid = read_int(self.config.pid_file)
             if pid is not None and is_broker_process(pid):
@@ -235,8 +242,9 @@ class LocalKafka:
         0600 Java argument file, so no password appears on a command line."""
         if self._formatted():
             return
-        cluster_id = new_cluster_id()
-        args = ["format", "--standalone", "--ignore-formatted", "-t", cluster_id,
+        cluster_id = self.config.cluster_id or new_cluster_id()
+        quorum = [] if self.config.voters else ["--standalone"]
+        args = ["format", *quorum, "--ignore-formatted", "-t", cluster_id,
                 "-c", str(self.config.properties_file)]
         argfile = self.config.kafka_dir / ".format.args"
         if creds is not None:
@@ -261,24 +269,12 @@ class LocalKafka:
             )
 
     def _prepare_secure(self, java: Path) -> sec.Credentials:
-        """Credentials (new with a new data directory) and TLS material (made when
-        missing) of the secure mode."""
-        layout = self.config.secure_layout
-        layout.secure_dir.mkdir(parents=True, exist_ok=True)
-        layout.secure_dir.chmod(0o700)
-        fresh = not self._formatted()
-        if fresh:  # a new data directory: new passwords, and keystores locked with them
-            creds = sec.Credentials.generate()
-            creds.save(layout.credentials_file)
-        else:
-            creds = self._credentials()
-        if fresh or not (layout.keystore.is_file() and layout.ca_pem.is_file()):
-            sec.make_certificates(sec.keytool_for(java), layout, creds.keystore_password)
-        return creds
+        return prepare_secure(java, self.config.secure_layout, fresh=not self._formatted())
 
     def _render(self, ports: Ports, creds: sec.Credentials | None) -> None:
         cfg = self.config
-        text = render_properties(cfg.template.read_text(), ports, cfg.data_dir)
+        text = render_properties(cfg.template.read_text(), ports, cfg.data_dir,
+                                 node_id=cfg.node_id, voters=cfg.voters)
         if creds is None:
             cfg.properties_file.write_text(text)
             return
@@ -288,7 +284,7 @@ class LocalKafka:
                                           creds, ports.broker, ports.controller)
         sec.write_private(cfg.properties_file, sec.overlay_properties(text, extra))
 
-    def _grant(self, bootstrap: str, creds: sec.Credentials) -> None:
+    def grant(self, bootstrap: str, creds: sec.Credentials) -> None:
         """The ACLs of :data:`connectors.launch.secure.ACLS` (as admin) and client files."""
         layout = self.config.secure_layout
         admin = sec.client_options(layout, creds, "admin")
@@ -301,32 +297,17 @@ class LocalKafka:
     def _start(self, java: Path, limit: float) -> BrokerStatus:
         cfg = self.config
         start = self._clock()
-        for directory in (cfg.data_dir, cfg.logs_dir):
-            directory.mkdir(parents=True, exist_ok=True)
-        if not cfg.template.is_file():
-            raise InfraError(f"broker config template missing: {cfg.template}")
         creds = self._prepare_secure(java) if cfg.secure else None
         ports = pick_ports(cfg.preferred_port, self._previous_ports(), cfg.host)
         if ports.broker != cfg.preferred_port:
             log.warning("preferred kafka port busy; using another",
                         preferred=cfg.preferred_port, port=ports.broker)
-        self._render(ports, creds)
-        cfg.ports_file.write_text(
-            json.dumps({"broker": ports.broker, "controller": ports.controller})
-        )
-        self._format_storage(java, creds)
+        pid = self.launch(java, ports, creds)
         bootstrap = f"{cfg.host}:{ports.broker}"
-        cmd = java_command(cfg, java, "kafka.Kafka", str(cfg.properties_file))
-        pid = self._jvm.launch(cmd, cfg.console_log, cfg.kafka_dir)
-        cfg.pid_file.write_text(f"{pid}\n")
-        cfg.mode_file.write_text(cfg.mode + "\n")
-        log.info("kafka starting", pid=pid, bootstrap=bootstrap, mode=cfg.mode,
-                 log=str(cfg.server_log))
-        probe = self.admin_options(cfg.secure)
-        self._wait_started(pid, bootstrap, start, limit, probe)
+        self.await_started(pid, start, limit)
         if creds is not None:
             try:
-                self._grant(bootstrap, creds)
+                self.grant(bootstrap, creds)
             except Exception:
                 self._jvm.terminate(pid, self.config.stop_timeout_s)
                 self._clear_runtime_files()
@@ -336,6 +317,61 @@ class LocalKafka:
         log.info("kafka ready", bootstrap=bootstrap, pid=pid, mode=cfg.mode,
                  seconds=round(took, 1))
         return self._status(pid, bootstrap, started=True, startup_s=took, answering=True)
+
+    def launch(self, java: Path, ports: Ports, creds: sec.Credentials | None) -> int:
+        """Render the properties for ``ports``, format the storage on first use and start
+        the JVM without waiting for it (a cluster starts every node, then waits); its pid.
+        Also how `harvest kafka start-node` starts one node of a cluster."""
+        cfg = self.config
+        for directory in (cfg.data_dir, cfg.logs_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        if not cfg.template.is_file():
+            raise InfraError(f"broker config template missing: {cfg.template}")
+        self._render(ports, creds)
+        cfg.ports_file.write_text(
+            json.dumps({"broker": ports.broker, "controller": ports.controller})
+        )
+        self._format_storage(java, creds)
+        cmd = java_command(cfg, java, "kafka.Kafka", str(cfg.properties_file))
+        pid = self._jvm.launch(cmd, cfg.console_log, cfg.kafka_dir)
+        cfg.pid_file.write_text(f"{pid}\n")
+        cfg.mode_file.write_text(cfg.mode + "\n")
+        log.info("kafka starting", pid=pid, node=cfg.node_id, port=ports.broker,
+                 mode=cfg.mode, log=str(cfg.server_log))
+        return pid
+
+    def await_started(self, pid: int, start: float, limit: float) -> None:
+        """Wait until the JVM :meth:`launch` started answers metadata requests on its own
+        port (see :meth:`_wait_started`)."""
+        ports = self._previous_ports()
+        if ports is None:
+            raise InfraError(f"{self.config.ports_file}: no ports recorded for pid {pid}")
+        probe = self.admin_options(self.config.secure)
+        self._wait_started(pid, f"{self.config.host}:{ports.broker}", start, limit, probe)
+
+    def stop(self, kill: bool = False) -> bool:
+        """Stop the JVM: :meth:`down`, or SIGKILL at once with ``kill`` (fault injection:
+        `harvest kafka stop-node --kill`). True if it ran."""
+        if not kill:
+            return self.down()
+        with locked(self.config.lock_file):
+            pid = read_int(self.config.pid_file)
+            running = pid is not None and is_broker_process(pid)
+            if running:
+                assert pid is not None
+                self._jvm.kill(pid)
+            self._clear_runtime_files()
+            return running
+
+    def signal_stop(self) -> None:
+        """SIGTERM to the JVM without waiting (a cluster stops all its nodes at once)."""
+        pid = read_int(self.config.pid_file)
+        if pid is not None and is_broker_process(pid):
+            self._jvm.term(pid)
+
+    def wait_stopped(self, pid: int, seconds: float) -> bool:
+        """True once ``pid`` has exited, False when it still runs after ``seconds``."""
+        return self._jvm.wait_gone(pid, seconds)
 
     def _wait_started(self, pid: int, bootstrap: str, start: float, limit: float,
                       probe: ClientOptions | None = None) -> None:
@@ -364,3 +400,18 @@ class LocalKafka:
                     log.info("waiting for kafka", bootstrap=bootstrap,
                              elapsed_s=round(elapsed), timeout_s=limit)
                     next_report += 5.0
+
+
+def prepare_secure(java: Path, layout: sec.SecureLayout, *, fresh: bool) -> sec.Credentials:
+    """Credentials (new with a new data directory: ``fresh``) and TLS material (made when
+    missing) of the secure mode; a cluster prepares them once for all its nodes."""
+    layout.secure_dir.mkdir(parents=True, exist_ok=True)
+    layout.secure_dir.chmod(0o700)
+    if fresh:  # a new data directory: new passwords, and keystores locked with them
+        creds = sec.Credentials.generate()
+        creds.save(layout.credentials_file)
+    else:
+        creds = sec.Credentials.load(layout.credentials_file)
+    if fresh or not (layout.keystore.is_file() and layout.ca_pem.is_file()):
+        sec.make_certificates(sec.keytool_for(java), layout, creds.keystore_password)
+    return creds

@@ -32,6 +32,13 @@ class BrokerConfig:
     stop_timeout_s: float = 30.0
     #: `harvest kafka up --secure`: SASL_SSL + ACLs, own data directory (connectors.launch.secure)
     secure: bool = False
+    #: a node of `harvest kafka up --brokers N` (connectors.launch.cluster): its KRaft id,
+    #: the quorum's ``(node id, controller port)`` voters (empty: the standalone broker),
+    #: the cluster id every node is formatted with, and the cluster's TLS material
+    node_id: int = 1
+    voters: tuple[tuple[int, int], ...] = ()
+    cluster_id: str | None = None
+    shared_layout: SecureLayout | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: object) -> BrokerConfig:
@@ -63,8 +70,14 @@ class BrokerConfig:
 
     @property
     def secure_layout(self) -> SecureLayout:
-        """TLS material, credentials and client files of the secure mode."""
-        return SecureLayout(self.kafka_dir)
+        """TLS material, credentials and client files of the secure mode (a cluster
+        node: the cluster's, shared by its nodes)."""
+        return self.shared_layout or SecureLayout(self.kafka_dir)
+
+    @property
+    def nodes(self) -> int:
+        """How many nodes the quorum has (1: the standalone broker)."""
+        return max(1, len(self.voters))
 
     @property
     def mode(self) -> str:
@@ -73,7 +86,10 @@ class BrokerConfig:
 
     @property
     def data_dir(self) -> Path:
-        """KRaft data: ``data/`` (plaintext) or ``secure/data/`` — the modes never share it."""
+        """KRaft data: ``data/`` (plaintext) or ``secure/data/`` — the modes never share it
+        (a cluster node: ``data/`` or ``secure-data/`` in its own directory)."""
+        if self.voters:
+            return self.kafka_dir / ("secure-data" if self.secure else "data")
         return self.secure_layout.data_dir if self.secure else self.kafka_dir / "data"
 
     @property
@@ -122,11 +138,32 @@ class Ports:
     controller: int
 
 
-def render_properties(template: str, ports: Ports, data_dir: Path) -> str:
-    """Fill ``server.properties.template`` (``string.Template`` placeholders)."""
+def replication_of(nodes: int) -> tuple[int, int]:
+    """``(replication factor, min.insync.replicas)`` of an N-node cluster's topics:
+    ``(min(3, N), min(2, N))``."""
+    return min(3, nodes), min(2, nodes)
+
+
+def quorum_voters(voters: tuple[tuple[int, int], ...], host: str = LOOPBACK) -> str:
+    """``controller.quorum.voters``: ``id@host:port`` of every voter, comma-separated."""
+    return ",".join(f"{node}@{host}:{port}" for node, port in voters)
+
+
+def render_properties(template: str, ports: Ports, data_dir: Path, *, node_id: int = 1,
+                      voters: tuple[tuple[int, int], ...] = ()) -> str:
+    """Fill ``server.properties.template`` (``string.Template`` placeholders): the
+    standalone broker (no ``voters``) or node ``node_id`` of a static quorum of ``voters``,
+    with the replication of :func:`replication_of`."""
+    replication, min_isr = replication_of(max(1, len(voters)))
+    if voters:
+        quorum_key, quorum = "controller.quorum.voters", quorum_voters(voters)
+    else:
+        quorum_key, quorum = "controller.quorum.bootstrap.servers", f"{LOOPBACK}:{ports.controller}"
     try:
         return string.Template(template).substitute(
-            broker_port=ports.broker, controller_port=ports.controller, data_dir=data_dir
+            broker_port=ports.broker, controller_port=ports.controller, data_dir=data_dir,
+            node_id=node_id, quorum_key=quorum_key, quorum=quorum,
+            replication=replication, min_isr=min_isr,
         )
     except (KeyError, ValueError) as exc:
         raise InfraError(f"bad placeholder in the broker template: {exc}") from exc

@@ -76,6 +76,9 @@ class SecureLayout:
     """Where the secure broker's files live (see the module docstring)."""
 
     kafka_dir: Path
+    #: where ``clients/`` is (default ``kafka_dir``; the cluster's layout lives under
+    #: ``kafka/cluster`` but its client files go to ``kafka/clients`` like the broker's)
+    clients_home: Path | None = None
 
     @property
     def secure_dir(self) -> Path:
@@ -107,7 +110,7 @@ class SecureLayout:
 
     @property
     def clients_dir(self) -> Path:
-        return self.kafka_dir / "clients"
+        return (self.clients_home or self.kafka_dir) / "clients"
 
     def client_file(self, principal: str) -> Path:
         return self.clients_dir / f"{principal}.env"

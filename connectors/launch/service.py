@@ -103,6 +103,19 @@ class ServiceProcess:
         if not self.wait_gone(pid, KILL_WAIT_S):
             raise InfraError(f"{self.name} pid {pid} survived SIGKILL")
 
+    def term(self, pid: int) -> None:
+        """SIGTERM to ``pid``'s process group without waiting (several services at once)."""
+        log.info(f"stopping {self.name}", pid=pid)
+        _signal(pid, signal.SIGTERM)
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL to ``pid``'s process group at once (fault injection); :class:`InfraError`
+        when it survives that."""
+        log.info(f"killing {self.name}", pid=pid)
+        _signal(pid, signal.SIGKILL)
+        if not self.wait_gone(pid, KILL_WAIT_S):
+            raise InfraError(f"{self.name} pid {pid} survived SIGKILL")
+
     def wait_gone(self, pid: int, seconds: float) -> bool:
         """True once ``pid`` has exited (reaped when this object started it), False when
         it still runs after ``seconds``."""

@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--minutes", type=float, default=None,
-        help="soak: how long to run at 2x capacity (default 20; --quick: 2)",
+        help="soak: how long to run at 2x capacity (default 20; --quick: 2); chaos: how long "
+        "the faulted run lasts (default 10; --quick: 3)",
     )
     p.add_argument(
         "--results-dir", type=Path, default=None, help="where to write (default bench/results)"

@@ -47,12 +47,13 @@ S = TypeVar("S", bound=ServiceStatus)
 
 
 def add_service_parser(subparsers: argparse._SubParsersAction, name: str, what: str,
-                       timeout_s: float, help: str, description: str
-                       ) -> argparse.ArgumentParser:
-    """The ``name`` subcommand with its ``action`` (up | down | status) and ``--timeout``
-    (seconds ``up`` waits for ``what`` to answer)."""
+                       timeout_s: float, help: str, description: str,
+                       extra_actions: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """The ``name`` subcommand with its ``action`` (up | down | status, and
+    ``extra_actions``) and ``--timeout`` (seconds ``up`` waits for ``what`` to answer)."""
     p = subparsers.add_parser(name, help=help, description=description)
-    p.add_argument("action", choices=["up", "down", "status"], help="what to do")
+    p.add_argument("action", choices=["up", "down", "status", *extra_actions],
+                   help="what to do")
     p.add_argument("--timeout", type=positive_float, default=timeout_s,
                    help=f"seconds `up` waits for {what} to answer (default {timeout_s:g})")
     return p

@@ -43,7 +43,7 @@ from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.decode import DecodeConfig
 from pipeline.spark.exactly_once import BatchWriter, ExactlyOnceConfig, commits_topic
 from pipeline.spark.inputs import attribute_names, envelope_columns, payload_schemas
-from pipeline.spark.processor import ProcessorConfig
+from pipeline.spark.processor import ProcessorConfig, fail_task_batch
 from pipeline.spark.stages import (
     DecodeStage,
     EncodeConfig,
@@ -247,7 +247,7 @@ def _join_stages(cfg: JobConfig, serde: AvroSerde, dcfg: DecodeConfig | None) ->
         envelope=_envelope_config(cfg, dcfg, icfg, attributes),
         route=RouteConfig(RouterConfig.from_spec(cfg.spec), cfg.checkpoint),
         join=ProcessorConfig(icfg, idle_flush_ms=cfg.idle_flush_ms,
-                             run_token=uuid.uuid4().hex),
+                             run_token=uuid.uuid4().hex, fail_batch=fail_task_batch()),
         encode=EncodeConfig(cfg.output_topics, cfg.plan, *_output_records(cfg, serde)),
     )
 

@@ -29,10 +29,18 @@ to the JVM per key and batch), and a timer fires at most once per ``idle_flush_m
 flows. Spark hands a micro-batch's input rows to the processor before its expired
 timers, so after a crash the replayed batch moves the deadline before a timer could
 flush buffered tuples too early.
+
+Test hook (task retries): ``HARVEST_TEST_FAIL_TASK=<batch id>`` in the driver's
+environment (read by :func:`fail_task_batch` when the job is configured) makes the first
+attempt of every join task of that micro-batch fail right after it saved its first key's
+state — the state store then discards that attempt's writes, and Spark runs the task
+again (``spark.task.maxFailures`` > 1, e.g. master ``local[2,4]``); the retried attempt
+must read the committed state back, not the failed attempt's live instance.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,7 +58,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from pipeline.core.errors import OperatorStateError
+from pipeline.core.errors import ConfigError, HarvestError, OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.placement import instance_of
@@ -69,6 +77,28 @@ PIECE_KEY_SCHEMA = StructType([
     StructField("part", IntegerType(), False),
 ])
 StateLayout = Literal["incremental", "blob"]
+FAIL_TASK_ENV = "HARVEST_TEST_FAIL_TASK"
+#: the local property Spark sets to the running micro-batch's id
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+class InjectedTaskFailureError(HarvestError):
+    """The failure :data:`FAIL_TASK_ENV` asks for (tests of Spark's task retries)."""
+
+
+def fail_task_batch() -> int | None:
+    """The micro-batch id in ``HARVEST_TEST_FAIL_TASK`` (None when unset); ConfigError
+    naming the variable when it is not a batch id."""
+    raw = os.environ.get(FAIL_TASK_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        batch = int(raw)
+    except ValueError:
+        batch = -1
+    if batch < 0:
+        raise ConfigError(f"{FAIL_TASK_ENV}: expected a micro-batch id >= 0, got {raw!r}")
+    return batch
 
 
 @dataclass(frozen=True)
@@ -84,6 +114,8 @@ class ProcessorConfig:
     #: ``incremental``: header + one entry per basic window / member segment, a batch
     #: writes what it changed; ``blob``: the whole instance every batch (the baseline)
     state_layout: StateLayout = "incremental"
+    #: test hook: fail the first attempt of this micro-batch's join tasks (see module)
+    fail_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -268,6 +300,8 @@ class JoinProcessor(StatefulProcessor):
         saved = self._save(inst, version)
         if timer is not None:
             self.handle.registerTimer(timer)
+        if self.config.fail_batch is not None:
+            _maybe_fail(self.config.fail_batch, route_key)
         log.info("micro-batch", route_key=route_key, rows=len(frame),
                  load_s=round(t1 - t0, 3), process_s=round(t2 - t1, 3),
                  save_s=round(time.perf_counter() - t2, 3),
@@ -296,3 +330,21 @@ class JoinProcessor(StatefulProcessor):
 
     def close(self) -> None:
         return None
+
+
+def _maybe_fail(batch: int, route_key: int) -> None:
+    """Raise :class:`InjectedTaskFailureError` in the first attempt of a task of micro-batch
+    ``batch`` (the test hook of the module docstring)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None or ctx.attemptNumber() != 0:
+        return
+    running = ctx.getLocalProperty(BATCH_ID_PROPERTY)
+    if running is None or int(running) != batch:
+        return
+    log.warning("failing a join task on purpose", env=FAIL_TASK_ENV, batch_id=batch,
+                route_key=route_key, stage=ctx.stageId(), partition=ctx.partitionId())
+    raise InjectedTaskFailureError(
+        f"{FAIL_TASK_ENV}: the first attempt of a join task of micro-batch {batch} fails "
+        f"on purpose (route key {route_key}, after saving its state)")

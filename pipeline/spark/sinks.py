@@ -81,12 +81,16 @@ def start_kafka_sink(
     client_options: Mapping[str, str],
     query_name: str,
 ) -> StreamingQuery:
-    """Start the streaming query writing ``(topic, key, value)`` rows to Kafka."""
+    """Start the streaming query writing ``(topic, key, value)`` rows to Kafka, with
+    ``acks=all`` and an idempotent producer: a partition leader change (a node of a
+    replicated cluster dies) neither loses a record nor writes one twice."""
     writer = (
         rows.select(*KAFKA_COLUMNS)
         .writeStream.format("kafka")
         .queryName(query_name)
         .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.acks", "all")
+        .option("kafka.enable.idempotence", "true")
         .option("checkpointLocation", checkpoint)
         .outputMode("append")
         .trigger(processingTime=f"{trigger_ms} milliseconds")

@@ -60,3 +60,47 @@ def test_bad_arguments_exit_2_naming_the_value(
     empty_cache: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
 ) -> None:
     assert needle in exit_2_stderr(argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["kafka", "up", "--brokers", "6"], "--brokers: must be in 1..5, got 6"),
+        (["kafka", "up", "--brokers", "0"], "'0'"),
+        (["kafka", "status", "--brokers", "3"], "--brokers: only with `up`"),
+        (["kafka", "down", "--kill"], "--kill: only with `stop-node`"),
+        (["kafka", "stop-node"], "node: `stop-node` needs a node id"),
+        (["kafka", "start-node"], "node: `start-node` needs a node id"),
+        (["kafka", "status", "2"], "node: only with stop-node / start-node, got '2'"),
+        (["kafka", "stop-node", "1"], "node: no cluster is up"),
+        (["kafka", "start-node", "2"], "node: no cluster is up"),
+    ],
+)
+def test_cluster_arguments_exit_2_naming_the_field(
+    empty_cache: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    assert needle in _exit_2(argv, capsys)
+
+
+def _exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """stderr of ``harvest argv``, which must exit 2 (argparse) or return 2 (ConfigError)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code  # type: ignore[assignment]
+    assert code == 2, f"harvest {' '.join(argv)}: exit {code!r}, not 2"
+    return capsys.readouterr().err
+
+
+def test_bad_node_id_of_a_recorded_cluster_exits_2(
+    empty_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from connectors.launch.broker_config import Ports
+    from connectors.launch.cluster_layout import ClusterLayout, ClusterRecord
+
+    record = ClusterRecord(3, "abc", {n: Ports(1000 + n, 2000 + n) for n in (1, 2, 3)},
+                           up=True)
+    record.save(ClusterLayout(empty_cache / "kafka").record_file)
+    for action in ("stop-node", "start-node"):
+        err = _exit_2(["kafka", action, "7"], capsys)
+        assert "node: '7' is not a node of the cluster (ids 1..3)" in err

@@ -1,0 +1,123 @@
+"""What one chaos run runs: its length, the fault schedule, the workload, spec and the
+`harvest produce` / `harvest submit` command lines."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.pipeline.workload import sensor_produce, sensor_spec
+from pipeline.core.settings import Settings
+
+KINDS = ("input_leader", "results_leader", "python_worker", "driver")
+DEFAULT_MINUTES = 10.0
+QUICK_MINUTES = 3.0
+#: the input rate against the full join's capacity (per stream, as the soak measures it):
+#: a third — at 1× the job (shedding off, exactly-once, beside three brokers on two
+#: cores) cannot keep up; at a third its micro-batches already took 45–60 s per 8 s
+#: trigger in the committed run (docs/NOTES.md)
+LOAD = 1 / 3
+#: tuples/s per stream when no capacity was measured (no ``soak.json``)
+RATE_PER_STREAM = 100.0
+#: seconds a killed node stays down before `harvest kafka start-node`
+NODE_DOWN_S = 5.0
+#: the first fault, and the gap between faults, in seconds
+FIRST_FAULT_S = 45.0
+NODES = 3
+MASTER = "local[2,4]"
+#: `harvest submit --until-idle`: the last run ends this long after the input stopped
+UNTIL_IDLE_S = 30.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scheduled fault: its kind and when it fires (seconds after the input starts)."""
+
+    kind: str
+    at_s: float
+
+
+def schedule(minutes: float) -> tuple[Fault, ...]:
+    """Faults every ``(run − first − 30 s) / n`` seconds from :data:`FIRST_FAULT_S`, the
+    kinds in turn: n = 8 (each kind twice) in runs of 6 minutes or more, else 4."""
+    n = 2 * len(KINDS) if minutes >= 6 else len(KINDS)
+    span = 60.0 * minutes - FIRST_FAULT_S - 30.0
+    gap = span / n
+    return tuple(Fault(KINDS[i % len(KINDS)], round(FIRST_FAULT_S + i * gap, 1))
+                 for i in range(n))
+
+
+@dataclass(frozen=True)
+class Chaos:
+    """One run: its length, rate, topics, files and schedule."""
+
+    quick: bool
+    minutes: float
+    rate: float
+    prefix: str
+    workdir: Path
+    spec: Any  # pipeline.spec.model.Spec
+    faults: tuple[Fault, ...]
+
+    @property
+    def spec_path(self) -> Path:
+        return self.workdir / "spec.toml"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.workdir / "checkpoint"
+
+    @property
+    def dump(self) -> Path:
+        return self.workdir / "input.jsonl"
+
+    def producer_args(self) -> list[str]:
+        """`harvest produce` for the whole run, paced in real time, dumping its records."""
+        return ["produce", *sensor_produce(60.0 * self.minutes), "--rate", f"{self.rate:g}",
+                "--speedup", "1", "--topic-prefix", self.prefix, "--dump", str(self.dump)]
+
+    def submit_args(self) -> list[str]:
+        """`harvest submit` on the run's checkpoint (the same for every restart)."""
+        return ["submit", "--spec", str(self.spec_path), "--master", MASTER,
+                "--topic-prefix", self.prefix, "--checkpoint", str(self.checkpoint),
+                "--until-idle", f"{UNTIL_IDLE_S:g}", "--max-restarts", "3"]
+
+
+def soak_capacity(results_dir: Path) -> float | None:
+    """Tuples/s per stream the full join sustains on this workload, as `harvest bench
+    soak` last measured it (``capacity.capacity_rate`` of ``soak.json``), else None."""
+    try:
+        data = json.loads((results_dir / "soak.json").read_text())
+        return float(data["capacity"]["capacity_rate"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def rate_per_stream(results_dir: Path) -> float:
+    """:data:`LOAD` × the measured capacity, else :data:`RATE_PER_STREAM`."""
+    capacity = soak_capacity(results_dir)
+    return round(LOAD * capacity, 1) if capacity else RATE_PER_STREAM
+
+
+def plan(quick: bool, minutes: float | None, settings: Settings, slack_ms: int,
+         rate: float = RATE_PER_STREAM) -> Chaos:
+    """The run of ``minutes`` (default 10, quick 3) at ``rate`` tuples/s per stream with
+    K = ``slack_ms``; writes its spec."""
+    from pipeline.spec.toml import spec_to_toml, with_overrides
+
+    length = minutes if minutes is not None else (QUICK_MINUTES if quick else DEFAULT_MINUTES)
+    prefix = f"chaos{uuid.uuid4().hex[:8]}"
+    workdir = settings.cache_dir / "bench-chaos" / prefix
+    workdir.mkdir(parents=True, exist_ok=True)
+    spec = with_overrides(
+        sensor_spec("off", settings),
+        disorder={"mode": "fixed", "slack_ms": slack_ms},
+        job={"topic_prefix": prefix, "speedup": 1.0, "max_staleness_ms": None},
+        output={"delivery": "exactly-once"},
+    )
+    chaos = Chaos(quick, length, rate, prefix, workdir, spec, schedule(length))
+    chaos.spec_path.write_text(spec_to_toml(spec))
+    return chaos

@@ -1,0 +1,107 @@
+"""`harvest bench chaos`: the fault schedule, recovery times from the checkpoint's commit
+files, finding the PySpark workers below a driver, and the JSON body's targets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bench.chaos.faults import descendants, python_workers
+from bench.chaos.plan import KINDS, schedule
+from bench.chaos.readback import Outcome
+from bench.chaos.recovery import commit_times, recovered_s
+from bench.chaos.report import payload
+
+
+def test_the_full_run_fires_each_kind_twice_in_order() -> None:
+    faults = schedule(10.0)
+    assert len(faults) == 8
+    assert [f.kind for f in faults] == [*KINDS, *KINDS]
+    times = [f.at_s for f in faults]
+    assert times == sorted(times) and times[0] == 45.0 and times[-1] < 600 - 30
+
+
+def test_a_quick_run_fires_each_kind_once() -> None:
+    assert [f.kind for f in schedule(3.0)] == list(KINDS)
+
+
+def test_recovered_is_the_first_commit_after_the_fault(tmp_path: Path) -> None:
+    commits = tmp_path / "commits"
+    commits.mkdir()
+    for batch, mtime in ((0, 100.0), (1, 108.0), (2, 130.0)):
+        path = commits / str(batch)
+        path.write_text("v1")
+        os.utime(path, (mtime, mtime))
+    (commits / ".1.crc").write_text("")
+    times = commit_times(tmp_path)
+    assert times == {0: 100.0, 1: 108.0, 2: 130.0}
+    assert recovered_s(110.0, sorted(times.values())) == 20.0
+    assert recovered_s(131.0, sorted(times.values())) is None
+    assert commit_times(tmp_path / "none") == {}
+
+
+def test_python_workers_are_forked_daemons_below_the_root() -> None:
+    code = ("import os, sys, time\n"
+            "if os.fork() == 0:\n    time.sleep(30)\nelse:\n    time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, "pyspark.daemon"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(descendants(os.getpid())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = python_workers(os.getpid())
+        assert len(workers) == 1 and workers[0] != proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _outcome(**changes: object) -> Outcome:
+    base = dict(generated=100, producer_sent=100, producer_failed=0, held=100,
+                records_lost=0, input_duplicates=0, results=40, oracle_results=40,
+                duplicates_read_committed=0, results_equal_oracle=True)
+    return Outcome(**{**base, **changes})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("job_exit", "outcome", "met"), [
+    (0, _outcome(), True),
+    (1, _outcome(), False),
+    (0, _outcome(duplicates_read_committed=1), False),
+    (0, _outcome(results_equal_oracle=False), False),
+])
+def test_payload_counts_faults_and_checks_the_targets(
+        tmp_path: Path, job_exit: int, outcome: Outcome, met: bool) -> None:
+    checkpoint = tmp_path / "ck"
+    (checkpoint / "commits").mkdir(parents=True)
+    for batch, mtime in ((0, 1000.0), (1, 1012.0), (2, 1030.0), (3, 1050.0), (4, 1070.0)):
+        path = checkpoint / "commits" / str(batch)
+        path.write_text("v1")
+        os.utime(path, (mtime, mtime))
+    spec = SimpleNamespace(job=SimpleNamespace(trigger_ms=8000),
+                           join=SimpleNamespace(window_ms=60000),
+                           disorder=SimpleNamespace(slack_ms=3000))
+    chaos = SimpleNamespace(quick=True, minutes=3.0, rate=40.0, prefix="c", spec=spec,
+                            checkpoint=checkpoint, faults=schedule(3.0))
+    fired = [{"kind": k, "at_s": 5.0 + 10 * i, "epoch": 1005.0 + 10 * i, "hit": "x"}
+             for i, k in enumerate(KINDS)]
+    run = SimpleNamespace(chaos=chaos, fired=fired, drivers=2, unplanned_exits=[])
+    body = payload(run, 1000.0, job_exit, outcome, None, tmp_path)  # type: ignore[arg-type]
+    assert body["faults"] == 4
+    assert [f["recovered_s"] for f in body["fault_log"]] == [7.0, 15.0, 5.0, 15.0]
+    assert body["faults_survived"] == (4 if job_exit == 0 else 0)
+    assert body["median_recovered_s_broker"] == 11.0
+    assert all(body["targets_met"].values()) is met
+    assert body["load"] is None
+
+
+def test_the_rate_is_a_third_of_the_soaks_capacity(tmp_path: Path) -> None:
+    from bench.chaos.plan import RATE_PER_STREAM, rate_per_stream
+
+    assert rate_per_stream(tmp_path) == RATE_PER_STREAM
+    (tmp_path / "soak.json").write_text('{"capacity": {"capacity_rate": 1800.0}}')
+    assert rate_per_stream(tmp_path) == 600.0
