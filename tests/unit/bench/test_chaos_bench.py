@@ -3,6 +3,7 @@ files, finding the PySpark workers below a driver, and the JSON body's targets."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -47,17 +48,25 @@ def test_recovered_is_the_first_commit_after_the_fault(tmp_path: Path) -> None:
 
 
 def test_python_workers_are_forked_daemons_below_the_root() -> None:
-    code = ("import os, sys, time\n"
-            "if os.fork() == 0:\n    time.sleep(30)\nelse:\n    time.sleep(30)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, "pyspark.daemon"])
+    """Below a root of its own (the test process may have real PySpark workers below it,
+    from the Spark session of earlier tests): a fake daemon that forks one worker."""
+    daemon = ("import os, sys, time\n"
+              "if os.fork() == 0:\n    time.sleep(30)\nelse:\n    time.sleep(30)\n")
+    root = ("import subprocess, sys, time\n"
+            f"subprocess.Popen([sys.executable, '-c', {daemon!r}, 'pyspark.daemon'])\n"
+            "time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", root])
     try:
         deadline = time.monotonic() + 10
-        while len(descendants(os.getpid())) < 2 and time.monotonic() < deadline:
+        while len(descendants(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        workers = python_workers(os.getpid())
-        assert len(workers) == 1 and workers[0] != proc.pid
+        below = descendants(proc.pid)
+        workers = python_workers(proc.pid)
+        assert len(workers) == 1 and workers[0] != below[0] and workers[0] != proc.pid
     finally:
-        proc.kill()
+        for pid in [*descendants(proc.pid), proc.pid]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
         proc.wait()
 
 
