@@ -100,6 +100,12 @@ def _hostile_majority_at_start(rows: list[dict[str, Any]], mine: list[int],
     return hostile * 2 >= len(first)
 
 
+def _micro_batches(rows: list[dict[str, Any]], cuts: list[int]) -> list[list[dict[str, Any]]]:
+    """``rows`` cut at ``cuts`` into the non-empty micro-batches the job would see."""
+    bounds = itertools.pairwise([0, *sorted(set(cuts)), len(rows)])
+    return [rows[lo:hi] for lo, hi in bounds if hi > lo]
+
+
 def _hostile_tick(rows: list[dict[str, Any]], groups: int, cuts: list[int],
                   bad: set[tuple[str, int]]) -> bool:
     """Whether some micro-batch's tick (the median arrival of its rows, sent to every
@@ -108,11 +114,8 @@ def _hostile_tick(rows: list[dict[str, Any]], groups: int, cuts: list[int],
     among an instance's first tuples, one level up (docs/NOTES.md)."""
     if groups == 1:
         return False
-    for lo, hi in itertools.pairwise([0, *sorted(set(cuts)), len(rows)]):
-        batch = rows[lo:hi]
-        if batch and 2 * sum((r["stream"], r["seq"]) in bad for r in batch) >= len(batch):
-            return True
-    return False
+    return any(2 * sum((r["stream"], r["seq"]) in bad for r in batch) >= len(batch)
+               for batch in _micro_batches(rows, cuts))
 
 
 def _simulate(rows: list[dict[str, Any]], groups: int, cuts: list[int]
@@ -126,10 +129,7 @@ def _simulate(rows: list[dict[str, Any]], groups: int, cuts: list[int]
     insts = [JoinInstance(cfg, g, time.perf_counter) for g in range(groups)]
     out: list[pd.DataFrame] = []
     given_rows = [0] * groups
-    for lo, hi in itertools.pairwise([0, *sorted(set(cuts)), len(rows)]):
-        batch = rows[lo:hi]
-        if not batch:
-            continue
+    for batch in _micro_batches(rows, cuts):
         f = batch_frame(batch)
         idx, route = router.route_batch(f["stream_idx"].to_numpy(),
                                         f["event_time"].to_numpy(), None)
