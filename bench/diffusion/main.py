@@ -13,7 +13,7 @@ from bench.diffusion.parts import Runner, sizes
 from bench.diffusion.plot import figures
 from bench.diffusion.targets import targets
 from bench.kit.output import write_json
-from pipeline.core.errors import ConfigError
+from bench.kit.parts import only_parts
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
@@ -33,12 +33,7 @@ DERIVE = "derive"
 
 
 def _parts(only: str | None) -> list[str]:
-    parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
-    unknown = sorted(set(parts) - set(PARTS) - {DERIVE})
-    if unknown:
-        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)} or "
-                          f"{DERIVE!r}")
-    return parts
+    return only_parts(only, PARTS, also=(DERIVE,), expected=f"{list(PARTS)} or {DERIVE!r}")
 
 
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:

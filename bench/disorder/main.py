@@ -26,7 +26,7 @@ from bench.disorder.workload import (
     workloads,
 )
 from bench.kit.output import write_json
-from pipeline.core.errors import ConfigError
+from bench.kit.parts import only_parts
 from pipeline.core.settings import Settings
 from pipeline.operators.disorder.quality.policy import (
     EVIDENCE_INTERVALS,
@@ -57,11 +57,7 @@ def _params(gammas: tuple[float, ...]) -> dict[str, Any]:
 
 def _parts(only: str | None) -> list[str]:
     """The parts ``--only`` names (all when empty); ConfigError naming an unknown one."""
-    parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}")
-    return parts
+    return only_parts(only, PARTS)
 
 
 def _baseline(quick: bool, progress: Progress, console: Console,

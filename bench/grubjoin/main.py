@@ -14,7 +14,7 @@ from bench.grubjoin.sweeps import SWEEPS, sweeps
 from bench.grubjoin.targets import figures as paper_figures
 from bench.grubjoin.targets import missed_why, ratios_targets
 from bench.kit.output import write_json
-from pipeline.core.errors import ConfigError
+from bench.kit.parts import only_parts
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 
@@ -28,12 +28,8 @@ DERIVE = "figures"
 def _parts(only: str | None) -> list[str]:
     """The parts ``--only`` names (all when empty): a part of :data:`PARTS` or one sweep
     of :data:`bench.grubjoin.sweeps.SWEEPS`; ConfigError naming an unknown one."""
-    parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
-    unknown = sorted(set(parts) - set(PARTS) - set(SWEEPS) - {DERIVE})
-    if unknown:
-        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}, "
-                          f"a sweep of {list(SWEEPS)} or {DERIVE!r}")
-    return parts
+    return only_parts(only, PARTS, also=(*SWEEPS, DERIVE),
+                      expected=f"{list(PARTS)}, a sweep of {list(SWEEPS)} or {DERIVE!r}")
 
 
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench.kit.output import write_json
+from bench.kit.parts import only_parts
 from bench.state.processor import run_processor
 from bench.state.report import plot, print_table
 from bench.state.spark import run_spark
-from pipeline.core.errors import ConfigError
 from pipeline.core.settings import Settings
 
 PARTS = ("processor", "spark")
@@ -22,11 +22,7 @@ PARTS = ("processor", "spark")
 
 def _parts(only: str | None) -> list[str]:
     """The parts ``--only`` names (all when empty); ConfigError naming an unknown one."""
-    parts = list(PARTS) if not only else [x.strip() for x in only.split(",") if x.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        raise ConfigError(f"--only: unknown part(s) {unknown}; expected {list(PARTS)}")
-    return parts
+    return only_parts(only, PARTS)
 
 
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
