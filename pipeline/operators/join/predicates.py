@@ -52,10 +52,10 @@ CustomFn = Callable[[Mapping[str, F64], Mapping[str, F64]], Any]
 
 
 def value_bounds(pred: Any, v: F64) -> tuple[F64, F64]:
-    """[v − ε, v + ε] (ε = 0 for equi) widened by a relative slack, per probe value: the
-    range a sorted index or a pre-filter is searched with (candidates are re-checked with
-    the exact predicate)."""
-    eps = float(pred.epsilon) if pred.kind == "band" else 0.0
+    """[v − ε, v + ε] (ε = 0 for equi; for distance, of the first coordinate) widened by
+    a relative slack, per probe value: the range a sorted index or a pre-filter is
+    searched with (candidates are re-checked with the exact predicate)."""
+    eps = float(pred.epsilon) if pred.kind in ("band", "distance") else 0.0
     slack = VALUE_SLACK * (np.abs(v) + eps) + 1e-300
     return v - eps - slack, v + eps + slack
 

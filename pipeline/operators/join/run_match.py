@@ -22,13 +22,15 @@ BLOCK_ELEMS = 1 << 21
 
 def block_hits(pred: Any, left: F64, right: F64) -> tuple[I64, I64]:
     """(left row, right row) pairs that match, for every pair of a P × n block: one
-    vectorized test (band: a value-range pre-filter widened by a few ulps, then the exact
-    |a − b| ≤ ε on the candidates)."""
+    vectorized test (band and distance: a pre-filter on the first coordinate,
+    |x_a − x_b| ≤ ε widened by a few ulps — necessary for dx² + dy² ≤ ε², since
+    fl(dx²) ≤ fl(dx² + dy²) — then the exact predicate on the candidates only: two
+    boolean passes over the block instead of six float temporaries)."""
     n = right.shape[0]
     if n == 0 or left.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     kind = pred.kind
-    if kind == "band":
+    if kind in ("band", "distance"):
         lo, hi = value_bounds(pred, left[:, 0])
         col = right[:, 0]
         mask, tmp = _scratch(left.shape[0], n)
@@ -36,7 +38,7 @@ def block_hits(pred: Any, left: F64, right: F64) -> tuple[I64, I64]:
         np.less_equal(col[None, :], hi[:, None], out=tmp)
         mask &= tmp
         pi, ri = np.divmod(np.flatnonzero(mask), n)
-        keep = np.abs(left[pi, 0] - right[ri, 0]) <= float(pred.epsilon)
+        keep = pair_match(pred, left[pi], right[ri])
         return pi[keep], ri[keep]
     if kind == "equi":
         mask, _ = _scratch(left.shape[0], n)

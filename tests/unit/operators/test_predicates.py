@@ -139,3 +139,34 @@ def test_build_errors_name_the_key() -> None:
         build_predicate("band")
     with pytest.raises(ConfigError, match=r"join\.predicate"):
         build_predicate("fuzzy")
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["band", "distance", "equi"]),
+       eps=st.sampled_from([0.0, 0.3, 1.0, 3.0, 1e-6]),
+       left=st.lists(st.tuples(st.integers(-40, 40), st.integers(-40, 40)), min_size=1,
+                     max_size=12),
+       right=st.lists(st.tuples(st.integers(-40, 40), st.integers(-40, 40)), min_size=1,
+                      max_size=30),
+       scale=st.sampled_from([0.1, 0.3, 1.0, 1e7]))
+def test_block_hits_equal_the_full_matrix(kind: str, eps: float, left: list[tuple[int, int]],
+                                          right: list[tuple[int, int]], scale: float) -> None:
+    """The pre-filtered block test (band, distance) finds exactly the pairs of the full
+    k×n predicate matrix, points on the ε boundary included (coordinates on a grid of
+    ``scale``, so distances of exactly ε occur)."""
+    from pipeline.operators.join.run_match import block_hits
+
+    params: dict[str, Any] = {"epsilon": eps}
+    if kind == "distance":
+        params.update(x="x", y="y")
+    elif kind == "band":
+        params.update(attribute="x")
+    else:
+        params = {"attribute": "x"}
+    pred = build_predicate(kind, **params)
+    cols = 2 if kind == "distance" else 1
+    a = (np.asarray(left, dtype=np.float64) * scale)[:, :cols]
+    b = (np.asarray(right, dtype=np.float64) * scale)[:, :cols]
+    pi, ri = block_hits(pred, a, b)
+    want = np.argwhere(pred.match_values(a, b))
+    assert sorted(zip(pi.tolist(), ri.tolist(), strict=True)) == [tuple(p) for p in want.tolist()]
