@@ -253,7 +253,7 @@ class _Found:
 
 def _probe_groups(state: JoinState, ts: I64, seqs: I64, feats: F64, probed: I64,
                   grp: _Grouping, sides: list[Side], geos: tuple[Geometry, ...]) -> _Found:
-    """Every group of probes (one direction and join order) probed in blocks
+    """Every group of probes (one direction, join order and plan) probed in blocks
     (:func:`~pipeline.operators.join.run_probe.probe_group`)."""
     cfg = state.config
     n = ts.shape[0]
@@ -262,8 +262,13 @@ def _probe_groups(state: JoinState, ts: I64, seqs: I64, feats: F64, probed: I64,
     cost[probed] += grp.sample_cost
     cost[probed[grp.fast]] = 0  # no window of the first partner: the per-tuple fast path
     live = np.flatnonzero(~grp.fast)
-    live = live[np.argsort(grp.gid[live], kind="stable")]
-    cuts = np.flatnonzero(np.diff(grp.gid[live])) + 1
+    # one group per (direction, join order, plan): a block's probes then share their
+    # chosen windows, and the block scans only those (union_ranges) — a harvest's probes
+    # mixed with shredding's, which choose other windows, made every block scan nearly
+    # the whole window and mask the rest away
+    key = grp.gid[live] * len(grp.plans) + grp.code[live]
+    live = live[np.argsort(key, kind="stable")]
+    cuts = np.flatnonzero(np.diff(key[np.argsort(key, kind="stable")])) + 1
     results: list[tuple[I64, I64, I64]] = []
     reached: dict[int, tuple[I64, I64]] = {}
     checks = evaluated = 0

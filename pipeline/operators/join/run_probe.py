@@ -54,6 +54,8 @@ F64 = NDArray[np.float64]
 B8 = NDArray[np.bool_]
 #: probes per block on the indexed path (no probes × rows matrix there)
 INDEX_BLOCK = 1024
+#: most probes per block of the scan path
+MAX_BLOCK = 4096
 __all__ = ["GroupOut", "index_position", "probe_group", "sample_position", "scan_position"]
 
 
@@ -217,6 +219,23 @@ def _merge_hits(side: Side, pi: I64, ri: I64, qp: I64, qi: I64, unit: I64,
 
 
 # ----------------------------------------------------------------------------- the order
+def _widest_scan(sides: tuple[Side, ...], sels: list[B8 | None],
+                 geos: tuple[Geometry, ...]) -> int:
+    """Rows a probe of the group compares with at its widest position: the stored rows
+    times the share of logical basic windows the group's plans choose there (a harvest
+    scans only those; the whole window without a selection), plus the run's rows. Sizing
+    blocks by the whole window would cut a harvest's blocks as short as the full join's
+    and pay the per-block work once per few hundred comparisons."""
+    widest = 1
+    for side, sel, geo in zip(sides, sels, geos, strict=True):
+        rows = side.ts.shape[0]
+        if sel is not None and sel.shape[0]:
+            chosen = int(np.count_nonzero(sel.any(axis=0)))
+            rows = -(-rows * min(geo.n, chosen + 1) // geo.n)  # + 1: a block spans time
+        widest = max(widest, rows + side.q_pos.shape[0])
+    return widest
+
+
 def probe_group(pred: Any, streams: tuple[int, ...], geos: tuple[Geometry, ...],
                 sides: tuple[Side, ...], probes: Probes, indexed: bool,
                 window_cost: int = 1) -> GroupOut:
@@ -230,11 +249,8 @@ def probe_group(pred: Any, streams: tuple[int, ...], geos: tuple[Geometry, ...],
     out_ts: list[list[I64]] = [[] for _ in range(npos)]
     out_seq: list[list[I64]] = [[] for _ in range(npos)]
     checks = evaluated = 0
-    if indexed:
-        step = INDEX_BLOCK
-    else:
-        widest = max((s.ts.shape[0] + s.q_pos.shape[0] for s in sides), default=1)
-        step = max(8, min(4096, BLOCK_ELEMS // max(widest, 1)))
+    step = INDEX_BLOCK if indexed else max(8, min(MAX_BLOCK, BLOCK_ELEMS // max(
+        _widest_scan(sides, probes.sels, geos), 1)))
     for a in range(0, p_all, step):
         c = min(p_all, a + step)
         got, blk_evaluated, blk_checks = _probe_block(pred, geos, sides, probes, a, c,
