@@ -72,6 +72,7 @@ def engine_config(point: Point, config: str, capacity: float | None) -> EngineCo
     shedding: dict[str, Any] = {"mode": mode, "basic_window_ms": point.basic_ms,
                                 "adapt_interval_ms": 5_000, "shred_rate": 0.1, "queue": 10,
                                 "boost": 1.2, "learn": learn, "join_direction": direction,
+                                "partial_window": mode == "grubjoin",
                                 "utilization": 0.95, "tuple_cost": 1.0}
     if capacity is not None:
         shedding["capacity"] = capacity

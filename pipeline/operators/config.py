@@ -134,6 +134,9 @@ class SheddingConfig:
     learn: bool = True
     #: false: one harvest fraction r for every direction (samefraction.py)
     join_direction: bool = True
+    #: true: continuous fractions r_i, the paper's Alg. 4 with ``join_direction``
+    #: (directions.py; two-way joins only)
+    partial_window: bool = False
     seed: int = 0
     tuple_cost: float = 1.0
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

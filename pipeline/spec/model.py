@@ -158,6 +158,9 @@ class SheddingSpec(BaseModel):
     #: false = one harvest fraction for every direction (Gedik et al., CIKM: selective
     #: processing without join direction adaptation)
     join_direction: bool = True
+    #: true = continuous per-direction fractions r_i, the next basic window scanned on a
+    #: share of the tuples (Gedik et al., CIKM Algs. 1, 3, 4; two-way joins only)
+    partial_window: bool = False
     seed: int = Field(default=0, ge=0)
     tuple_cost: float = Field(default=1.0, ge=0.0)
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
