@@ -104,6 +104,9 @@ class DisorderConfig:
     late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
     #: quality mode: EqSel (sel^⋈(K) = sel^⋈) instead of NonEqSel (Eq. 6)
     eq_sel: bool = False
+    #: quality mode: ``harvest`` (our deviations 1–3, policy.py) or ``paper`` (Ji et al.'s
+    #: Γ' in [0, 1], b = g, one interval of DPcorr evidence)
+    model: Literal["harvest", "paper"] = "harvest"
     #: quality mode: delays per second per stream the statistics see (0: all)
     stat_rate: float = 1_000.0
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark

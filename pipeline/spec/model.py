@@ -108,6 +108,9 @@ class DisorderSpec(BaseModel):
     late_estimate: Literal["max", "mean"] = "mean"
     #: quality mode: Ji et al.'s EqSel (sel(K) = sel, no DPcorr term) instead of NonEqSel
     eq_sel: bool = False
+    #: quality mode: ``harvest`` = our defaults (docs/NOTES.md's deviations 1–3), ``paper``
+    #: = Ji et al.'s as published: Γ' in [0, 1], b = g, DPcorr maps of the last interval
+    model: Literal["harvest", "paper"] = "harvest"
     #: quality mode: at most this many delays per second of each stream feed the delay
     #: statistics (every k-th arrival, k from the last interval's rate); 0 = every one
     stat_rate: float = Field(default=1_000.0, ge=0.0)

@@ -91,6 +91,12 @@ TARGET_MARGIN = 0.25
 TARGET_HEADROOM = 0.5
 #: the DPcorr maps (M^×, M^⋈) are summed over this many recent non-empty intervals
 EVIDENCE_INTERVALS = 10
+#: ``[disorder] model = "paper"``: Ji et al. as published — Γ' clipped to [0, 1] (Eq. 7),
+#: the DPcorr maps of the last interval only with a late tuple's productivity the max of
+#: the in-order ones (§III-D), b = g (:meth:`QualityConfig.model`)
+PAPER_MODEL: dict[str, Any] = {"spend_surplus": True, "headroom": 1.0,
+                               "evidence_intervals": 1, "paper_basic_window": True,
+                               "late_estimate": "max"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,8 @@ class QualityConfig:
     evidence_intervals: int = EVIDENCE_INTERVALS
     basic_window_ms: int | None = None
     spend_surplus: bool = False
+    #: b = g (Ji et al.'s default) when ``basic_window_ms`` is None, not max W_i
+    paper_basic_window: bool = False
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
     #: delays per second per stream the Statistics Manager sees (0: every arrival)
     stat_rate: float = 0.0
@@ -117,16 +125,11 @@ class QualityConfig:
     def from_engine(cls, config: EngineConfig) -> QualityConfig:
         """Γ, P, L, g from ``config.disorder``; windows from ``config.windows``."""
         d = config.disorder
-        return cls(
-            recall=d.recall,
-            period_ms=d.period_ms,
-            interval_ms=d.interval_ms,
-            granularity_ms=d.granularity_ms,
-            windows_ms=tuple(config.windows),
-            late_estimate=d.late_estimate,
-            eq_sel=d.eq_sel,
-            stat_rate=d.stat_rate,
-        )
+        base: dict[str, Any] = {
+            "recall": d.recall, "period_ms": d.period_ms, "interval_ms": d.interval_ms,
+            "granularity_ms": d.granularity_ms, "windows_ms": tuple(config.windows),
+            "late_estimate": d.late_estimate, "eq_sel": d.eq_sel, "stat_rate": d.stat_rate}
+        return cls(**(base | (PAPER_MODEL if d.model == "paper" else {})))
 
     def target_bounds(self) -> tuple[float, float]:
         """[floor, cap] of Γ': Γ + (1 − Γ)·(margin, headroom); floor 0 if spend_surplus."""
@@ -138,6 +141,8 @@ class QualityConfig:
         """The recall model's static inputs: g, and b = ``basic_window_ms`` or max W_i."""
         g = self.granularity_ms
         b = self.basic_window_ms
+        if b is None and self.paper_basic_window:
+            b = g
         if b is None:  # one basic window per join window (n_i = 1): the conservative end
             b = -(-max(self.windows_ms) // g) * g
         return ModelConfig(self.windows_ms, self.granularity_ms, b)
