@@ -77,9 +77,11 @@ def missed_why(rows: list[dict[str, Any]], met: dict[str, bool | None]) -> dict[
         if ok is not False:
             continue
         fig = _FIGURE[name.split("_")[0]]
+        steady = "_steady_" in name
         got = [(r["config"], r["kappa"], r["rate"], r.get("window_s"),
                 r.get("ratio_vs_randomdrop"), r.get("ratio_vs_below"))
-               for r in rows if r["figure"] == fig and r["config"] != "randomdrop"]
+               for r in rows if r["figure"] == fig and r["config"] != "randomdrop"
+               and bool(r.get("steady")) == steady]
         why[name] = ("measured (config, κ, rate, window s, vs randomdrop, vs below): "
                      + "; ".join(str(g) for g in got[:12])
                      + " — docs/NOTES.md 'Selective processing: where we differ'")
