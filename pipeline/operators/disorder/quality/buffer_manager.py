@@ -24,10 +24,6 @@ from pipeline.core.errors import ConfigError, OperatorInputError, OperatorStateE
 FloatArray = npt.NDArray[np.float64]
 
 
-#: γ(L, K) within this of Γ' meets it (floating-point rounding of the model's sums)
-ROUNDING = 1e-12
-
-
 def instant_recall_target(
     recall: float,
     n_prod_past: float,
@@ -55,9 +51,7 @@ def instant_recall_target(
 def linear_search(gamma: FloatArray, max_delay_ms: int, granularity_ms: int, target: float) -> int:
     """Alg. 3: smallest K in steps of g with γ(L,K) ≥ Γ', or the first K > MaxD^H.
 
-    ``gamma[k]`` is γ(L, k·g) and must cover k = 0..⌊MaxD^H / g⌋. γ is compared
-    :data:`ROUNDING` below Γ': the model's sums of products reach 1 only up to rounding,
-    and at Γ' = 1 (the paper's cap) a γ of 1 − 1e−16 would otherwise send K past MaxD^H.
+    ``gamma[k]`` is γ(L, k·g) and must cover k = 0..⌊MaxD^H / g⌋.
     """
     need = max_delay_ms // granularity_ms + 1
     if gamma.shape[0] < need:
@@ -66,7 +60,7 @@ def linear_search(gamma: FloatArray, max_delay_ms: int, granularity_ms: int, tar
             f"MaxD^H = {max_delay_ms} ms at g = {granularity_ms} ms needs {need}"
         )
     # the loop "k ← k + g while k ≤ MaxD^H and γ(L,k) < Γ'", vectorized
-    meets = np.flatnonzero(gamma[:need] >= target - ROUNDING)
+    meets = np.flatnonzero(gamma[:need] >= target)
     return int(meets[0]) * granularity_ms if meets.size else need * granularity_ms
 
 

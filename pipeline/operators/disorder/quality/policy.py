@@ -89,6 +89,8 @@ RATE_SMOOTHING = 0.2
 TARGET_MARGIN = 0.25
 #: Γ' cap = Γ + TARGET_HEADROOM·(1 − Γ) (the paper caps at 1, which forces K = MaxD^H)
 TARGET_HEADROOM = 0.5
+#: Γ' is searched at most 1 − ROUNDING (floating-point rounding of the model's sums)
+ROUNDING = 1e-12
 #: the DPcorr maps (M^×, M^⋈) are summed over this many recent non-empty intervals
 EVIDENCE_INTERVALS = 10
 #: ``[disorder] model = "paper"``: Ji et al. as published — Γ' clipped to [0, 1] (Eq. 7),
@@ -268,7 +270,9 @@ class QualityPolicy(SteadyK, ObservesRuns):
             self._model,
             k_max + 1,
         )
-        self.k_ms = linear_search(curve, summary.max_delay_ms, g, target)
+        # Γ' = 1 (the paper's cap) is searched as 1 − ROUNDING: γ reaches 1 only up to
+        # the rounding of its sums, and 1 − 1e−16 would send K past MaxD^H
+        self.k_ms = linear_search(curve, summary.max_delay_ms, g, min(target, 1.0 - ROUNDING))
         row: dict[str, Any] = {
             "time": now_ms,
             "k_ms": self.k_ms,
