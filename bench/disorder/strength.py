@@ -24,6 +24,11 @@ delays are shorter than the 10 ms spacing and No-K recall is ≈ 0.97, far from 
 [0, 5]): at 100 tuples/s the paper's settings give hundreds of results per tuple, more
 than the in-process engine joins in the time budget (docs/NOTES.md).
 
+Besides the paper's figures: the constant-K floor (``floor`` rows, ``fixed-k-slack`` at
+:data:`FLOOR_SHARES` of the workload's Max-K-slack average K), what the delays allow any
+K policy (ours), and Fig. 7 with Ji et al.'s model as published (``fig7_paper`` rows,
+``quality-paper``: ``[disorder] model = "paper"``, NonEqSel).
+
 Rows as the bench's own (``workload, method, recall_target, avg_k_ms, phi, phi_99,
 mean_recall, …``) plus ``figure``, ``selectivity_model`` (EqSel / NonEqSel; None for
 the baselines), the swept ``parameter`` and its ``value``, P, L and g, and
@@ -62,6 +67,10 @@ SWEEP_WORKLOADS = ("real2", "syn3")
 PERIODS_MS = (30_000, 120_000)
 INTERVALS_MS = (100, 500, 5_000, 10_000)
 GRANULARITIES_MS = (1, 100, 1_000)
+#: the constant-K floor: fixed K at these shares of the workload's Max-K-slack average
+FLOOR_SHARES, QUICK_FLOOR_SHARES = (0.05, 0.1, 0.2, 0.35, 0.65), (0.05,)
+#: Γ of the runs with Ji et al.'s model as published (``[disorder] model = "paper"``)
+PAPER_MODEL_GAMMAS = (0.99, 0.999)
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,9 @@ class Setting:
     period_ms: int = 60_000
     interval_ms: int = 1_000
     granularity_ms: int = 10
+    #: ``[disorder] model`` of the quality runs; ``slack_ms``: the fixed runs' K
+    model: str = "harvest"
+    slack_ms: int = 0
 
 
 def workloads(minutes: float) -> list[Workload]:
@@ -115,7 +127,7 @@ def _spec(w: Workload, mode: str, s: Setting) -> Spec:
     return parse_spec({"join": w.join, "disorder": {
         "mode": mode, "recall": s.recall, "period_ms": s.period_ms,
         "interval_ms": s.interval_ms, "granularity_ms": s.granularity_ms,
-        "eq_sel": s.eq_sel}})
+        "eq_sel": s.eq_sel, "model": s.model, "slack_ms": s.slack_ms}})
 
 
 def recalls(produced: np.ndarray, truth: np.ndarray, end_ms: int, period_ms: int,
@@ -151,8 +163,9 @@ def _run(inp: Inputs, mode: str, s: Setting, progress: Progress, figure: str,
     produced, metrics, _ = run_engine(_spec(inp.w, mode, s), inp.records, progress, label)
     rec = recalls(produced, inp.truth, inp.end_ms, s.period_ms, s.interval_ms)
     model = None if mode != "quality" else ("EqSel" if s.eq_sel else "NonEqSel")
-    rows = [{**score(inp.w.name, {"none": "no-k-slack", "max": "max-k-slack"}.get(mode, mode),
-                     g, metrics, rec),
+    method = {"none": "no-k-slack", "max": "max-k-slack", "fixed": "fixed-k-slack"}.get(
+        mode, mode) + ("-paper" if mode == "quality" and s.model == "paper" else "")
+    rows = [{**score(inp.w.name, method, g, metrics, rec),
              "figure": figure, "selectivity_model": model, "parameter": parameter,
              "value": value, "period_ms": s.period_ms, "interval_ms": s.interval_ms,
              "granularity_ms": s.granularity_ms} for g in gammas]
@@ -183,6 +196,30 @@ def _fig7(inp: Inputs, gammas: Sequence[float], progress: Progress,
             rows, metrics = _run(inp, "quality", s, progress, "fig7", "gamma", g, [g])
             out["rows"] += rows
             out["adaptation"].append(_adaptation(inp, s, metrics))
+
+
+def _floor(inp: Inputs, gammas: Sequence[float], shares: Sequence[float],
+           progress: Progress, out: dict[str, list[dict[str, Any]]]) -> None:
+    """The constant-K floor: fixed K at ``shares`` of Max-K-slack's average K on this
+    workload (its ``table2`` row), scored at every Γ — how small a K the delays allow
+    (ours: with stationary delays no adaptive K needs much less on average)."""
+    max_k = next(r["avg_k_ms"] for r in out["rows"]
+                 if r["workload"] == inp.w.name and r["method"] == "max-k-slack")
+    for share in shares:
+        k = round(share * max_k / 10.0) * 10
+        rows, _ = _run(inp, "fixed", Setting(0.99, slack_ms=k), progress, "floor",
+                       "k_share", share, gammas)
+        out["rows"] += rows
+
+
+def _paper_model(inp: Inputs, gammas: Sequence[float], progress: Progress,
+                 out: dict[str, list[dict[str, Any]]]) -> None:
+    """Fig. 7 (NonEqSel) with Ji et al.'s model as published (``model = "paper"``: Γ'
+    in [0, 1], b = g, one interval of DPcorr evidence, the max late estimate)."""
+    for g in gammas:
+        rows, _ = _run(inp, "quality", Setting(g, model="paper"), progress, "fig7_paper",
+                       "gamma", g, [g])
+        out["rows"] += rows
 
 
 def _sweeps(inp: Inputs, gammas: Sequence[float], quick: bool, progress: Progress,
@@ -243,6 +280,9 @@ def paper_strength(quick: bool, progress: Progress) -> dict[str, Any]:
         info[w.name] = {"generator": w.gen.describe(), "join": w.join,
                         "tuples": len(records), "true_results": int(truth.size)}
         _fig7(inp, gammas, progress, out)
+        _floor(inp, gammas, QUICK_FLOOR_SHARES if quick else FLOOR_SHARES, progress, out)
+        if not quick:
+            _paper_model(inp, PAPER_MODEL_GAMMAS, progress, out)
         if w.name in (SWEEP_WORKLOADS[:1] if quick else SWEEP_WORKLOADS):
             _sweeps(inp, sweep_gammas, quick, progress, out)
     _with_defaults(out["rows"])

@@ -48,6 +48,8 @@ class Sizes:
 
     profile: tuple[tuple[float, float], ...]
     fig8_kappas: tuple[float, ...]
+    #: Fig. 7's setting at a constant 500/s, after the throttle settled (``steady`` rows)
+    steady_seeds: tuple[int, ...] = (1,)
 
 
 #: quick: the profile's 100/s phases shortened (the 500/s and 300/s ones as the paper's)
@@ -55,7 +57,7 @@ QUICK_PROFILE = ((25.0, 100.0), (15.0, 500.0), (15.0, 300.0), (5.0, 100.0))
 QUICK = Sizes((1,), 5.0, 5.0, (0.4, 1.2), (10,), (1.0,), (10.0,), 5.0, QUICK_PROFILE,
               (0.8, 1.2))
 FULL = Sizes((1,), 10.0, 15.0, (0.4, 0.8, 1.2), (10, 20), (0.5, 1.0, 2.0, 5.0),
-             (2.0, 5.0, 20.0), 10.0, PAPER_PROFILE, (0.8, 1.0, 1.2))
+             (2.0, 5.0, 20.0), 10.0, PAPER_PROFILE, (0.8, 1.0, 1.2), (1, 2, 3))
 
 
 def _phases(profile: tuple[tuple[float, float], ...]) -> list[tuple[float, float, float]]:
@@ -133,8 +135,16 @@ def fig3_4(sizes: Sizes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def fig6_7(sizes: Sizes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The three settings under the profile, τ = 5/8·ς = 25 s."""
-    return _profile_part("fig6_7", Point(kappa=0.8, shift_s=25.0), CONFIGS, sizes)
+    """The three settings under the profile, τ = 5/8·ς = 25 s; then the same at a
+    constant 500/s once the throttle has settled (rows with ``steady = True``, the mean
+    over :attr:`Sizes.steady_seeds`): the profile's 500/s phase is three adaptation
+    steps long, and r is still falling through it."""
+    rows, series = _profile_part("fig6_7", Point(kappa=0.8, shift_s=25.0), CONFIGS, sizes)
+    steady = _constant("fig6_7", [Point(kappa=0.8, shift_s=25.0, rate=HIGH_RATE)], CONFIGS,
+                       dataclasses.replace(sizes, seeds=sizes.steady_seeds),
+                       lambda p: {"steady": True})
+    _below(steady)
+    return rows + steady, series
 
 
 def _constant(figure: str, points: list[Point], configs: tuple[str, ...], sizes: Sizes,
@@ -169,14 +179,20 @@ def fig8(sizes: Sizes) -> list[dict[str, Any]]:
     points = [Point(kappa=k, shift_s=25.0, threshold=4.0, rate=HIGH_RATE)
               for k in sizes.fig8_kappas]
     rows = _constant("fig8", points, CONFIGS, sizes, lambda p: {})
-    for k in sizes.fig8_kappas:
+    _below(rows)
+    return rows
+
+
+def _below(rows: list[dict[str, Any]]) -> None:
+    """Each setting's ``ratio_vs_below``: its output over the setting below it (same κ;
+    None for random drop and rate)."""
+    for k in sorted({r["kappa"] for r in rows}):
         at = {r["config"]: r["output_rate"] for r in rows if r["kappa"] == k}
         for r in rows:
             if r["kappa"] == k and r["config"] != "randomdrop":
                 below = CONFIGS[CONFIGS.index(r["config"]) - 1]
                 r["ratio_vs_below"] = (round(r["output_rate"] / at[below], 3)
                                        if below != "randomdrop" and at[below] > 0 else None)
-    return rows
 
 
 def fig9(sizes: Sizes) -> list[dict[str, Any]]:

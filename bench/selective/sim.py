@@ -9,8 +9,13 @@ The configurations (the paper's Figs. 6–8 settings, and its random drop):
 * ``rate`` — one fraction r for both directions, newest basic windows first (GrubJoin
   with ``learn = false``, ``join_direction = false``);
 * ``rate+time`` — one r, basic windows by their learned match rate (``learn = true``);
-* ``rate+time+direction`` — per-direction fractions (GrubJoin's optimal harvest, which
-  generalizes the paper's Alg. 4; ``join_direction = true``).
+* ``rate+time+direction`` — per-direction fractions, the paper's Alg. 4
+  (``join_direction = true``).
+
+The three run with the paper's continuous fractions (``partial_window = true``,
+:mod:`~pipeline.operators.shedding.grubjoin.directions`), except on indexed windows
+(Fig. 9 right), where a probe costs a lookup and its candidates whatever share of the
+window it scans, and GrubJoin's optimal harvest in whole basic windows decides.
 
 Parameters as the paper's (§5): T_r = T_c = Δ = 5 s, δ_r = 1.2, γ = ω = 0.1, b = 1 s,
 windows 20 s; the input queue holds 10 tuples (the grubjoin bench's); the virtual CPU's
@@ -72,6 +77,9 @@ def engine_config(point: Point, config: str, capacity: float | None) -> EngineCo
     shedding: dict[str, Any] = {"mode": mode, "basic_window_ms": point.basic_ms,
                                 "adapt_interval_ms": 5_000, "shred_rate": 0.1, "queue": 10,
                                 "boost": 1.2, "learn": learn, "join_direction": direction,
+                                # the paper's r is a share of the comparisons: not
+                                # what an indexed probe costs (lookup + candidates)
+                                "partial_window": mode == "grubjoin" and not point.index,
                                 "utilization": 0.95, "tuple_cost": 1.0}
     if capacity is not None:
         shedding["capacity"] = capacity

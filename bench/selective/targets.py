@@ -14,11 +14,12 @@ _FIGURE = {"fig4": "fig3_4", "fig7": "fig6_7", "fig5": "fig5", "fig8": "fig8"}
 
 
 def _at(rows: list[dict[str, Any]], figure: str, config: str, rate: float,
-        key: str) -> float | None:
+        key: str, steady: bool = False) -> float | None:
     """``key`` of the first row of (figure, config, rate) — the profile's first phase at
-    that rate."""
+    that rate, or with ``steady`` the constant-rate row."""
     for r in rows:
-        if r["figure"] == figure and r["config"] == config and r["rate"] == rate:
+        if (r["figure"] == figure and r["config"] == config and r["rate"] == rate
+                and bool(r.get("steady")) == steady):
             value = r.get(key)
             return None if value is None else float(value)
     return None
@@ -55,6 +56,11 @@ def targets(rows: list[dict[str, Any]]) -> dict[str, bool | None]:
             _at(rows, "fig6_7", "rate+time", 500.0, "ratio_vs_below"), STEP),
         "fig7_direction_ge_1.3x_time_at_500": ge(
             _at(rows, "fig6_7", "rate+time+direction", 500.0, "ratio_vs_below"), STEP),
+        "fig7_steady_time_ge_1.3x_rate_at_500": ge(
+            _at(rows, "fig6_7", "rate+time", 500.0, "ratio_vs_below", steady=True), STEP),
+        "fig7_steady_direction_ge_1.3x_time_at_500": ge(
+            _at(rows, "fig6_7", "rate+time+direction", 500.0, "ratio_vs_below", steady=True),
+            STEP),
         "fig5_gain_rises_with_kappa": _rises(rows, "fig5", "rate", "ratio_vs_randomdrop",
                                              "window_s"),
         "fig8_time_gain_rises_with_kappa": _rises(rows, "fig8", "rate+time",
@@ -71,9 +77,11 @@ def missed_why(rows: list[dict[str, Any]], met: dict[str, bool | None]) -> dict[
         if ok is not False:
             continue
         fig = _FIGURE[name.split("_")[0]]
+        steady = "_steady_" in name
         got = [(r["config"], r["kappa"], r["rate"], r.get("window_s"),
                 r.get("ratio_vs_randomdrop"), r.get("ratio_vs_below"))
-               for r in rows if r["figure"] == fig and r["config"] != "randomdrop"]
+               for r in rows if r["figure"] == fig and r["config"] != "randomdrop"
+               and bool(r.get("steady")) == steady]
         why[name] = ("measured (config, κ, rate, window s, vs randomdrop, vs below): "
                      + "; ".join(str(g) for g in got[:12])
                      + " — docs/NOTES.md 'Selective processing: where we differ'")

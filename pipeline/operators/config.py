@@ -104,6 +104,9 @@ class DisorderConfig:
     late_estimate: LateEstimate = DEFAULT_LATE_ESTIMATE
     #: quality mode: EqSel (sel^⋈(K) = sel^⋈) instead of NonEqSel (Eq. 6)
     eq_sel: bool = False
+    #: quality mode: ``harvest`` (our deviations 1–3, policy.py) or ``paper`` (Ji et al.'s
+    #: Γ' in [0, 1], b = g, one interval of DPcorr evidence)
+    model: Literal["harvest", "paper"] = "harvest"
     #: quality mode: delays per second per stream the statistics see (0: all)
     stat_rate: float = 1_000.0
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark
@@ -134,6 +137,9 @@ class SheddingConfig:
     learn: bool = True
     #: false: one harvest fraction r for every direction (samefraction.py)
     join_direction: bool = True
+    #: true: continuous fractions r_i, the paper's Alg. 4 with ``join_direction``
+    #: (directions.py; two-way joins only)
+    partial_window: bool = False
     seed: int = 0
     tuple_cost: float = 1.0
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

@@ -108,6 +108,9 @@ class DisorderSpec(BaseModel):
     late_estimate: Literal["max", "mean"] = "mean"
     #: quality mode: Ji et al.'s EqSel (sel(K) = sel, no DPcorr term) instead of NonEqSel
     eq_sel: bool = False
+    #: quality mode: ``harvest`` = our defaults (docs/NOTES.md's deviations 1–3), ``paper``
+    #: = Ji et al.'s as published: Γ' in [0, 1], b = g, DPcorr maps of the last interval
+    model: Literal["harvest", "paper"] = "harvest"
     #: quality mode: at most this many delays per second of each stream feed the delay
     #: statistics (every k-th arrival, k from the last interval's rate); 0 = every one
     stat_rate: float = Field(default=1_000.0, ge=0.0)
@@ -158,6 +161,9 @@ class SheddingSpec(BaseModel):
     #: false = one harvest fraction for every direction (Gedik et al., CIKM: selective
     #: processing without join direction adaptation)
     join_direction: bool = True
+    #: true = continuous per-direction fractions r_i, the next basic window scanned on a
+    #: share of the tuples (Gedik et al., CIKM Algs. 1, 3, 4; two-way joins only)
+    partial_window: bool = False
     seed: int = Field(default=0, ge=0)
     tuple_cost: float = Field(default=1.0, ge=0.0)
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

@@ -49,3 +49,26 @@ def test_targets_name_the_missed_ones() -> None:
     assert met["real2_avg_k_le_5pct_of_max_at_0.99"]
     assert not met["real2_cut_ge_35pct_at_0.999"]
     assert "real2_cut_ge_35pct_at_0.999" in why
+
+
+def test_a_missed_k_target_cites_the_constant_k_floor_and_the_papers_model() -> None:
+    def row(fig: str, method: str, k: float, phi: float, gamma: float = 0.99,
+            model: str | None = None, value: float | None = None) -> dict:
+        return {"figure": fig, "workload": "syn3", "method": method, "recall_target": gamma,
+                "avg_k_ms": k, "phi_99": phi, "mean_recall": 0.95 + phi / 100,
+                "selectivity_model": model, "k_of_max": k / 20_000.0,
+                "value": gamma if value is None else value}
+
+    part = {"rows": [row("fig6", "no-k-slack", 0, 0.0),
+                     row("table2", "max-k-slack", 20_000, 1.0),
+                     row("fig7", "quality", 6_000, 1.0, model="NonEqSel"),
+                     row("fig7_paper", "quality-paper", 18_000, 1.0, model="NonEqSel"),
+                     row("floor", "fixed-k-slack", 1_000, 0.0, value=0.05),
+                     row("floor", "fixed-k-slack", 4_000, 1.0, value=0.2)],
+            "adaptation": []}
+    met, why = targets(part)
+    assert not met["syn3_avg_k_le_5pct_of_max_at_0.99"]
+    note = why["syn3_avg_k_le_5pct_of_max_at_0.99"]
+    assert "constant K at 5% of Max-K's" in note
+    assert "smallest constant K with Φ(.99Γ) ≥ 0.97: 20% of Max-K's" in note
+    assert "Ji's model as published: 0.900" in note

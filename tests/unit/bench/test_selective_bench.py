@@ -39,3 +39,16 @@ def test_targets_read_the_profile_phases_and_the_kappa_trends() -> None:
     assert met["fig7_time_ge_1.3x_rate_at_500"] is True
     assert met["fig7_direction_ge_1.3x_time_at_500"] is None  # no row: not run
     assert met["fig5_gain_rises_with_kappa"] is True
+
+
+def test_steady_targets_read_the_constant_rate_rows_only() -> None:
+    def row(config: str, below: float, steady: bool) -> dict:
+        return {"figure": "fig6_7", "config": config, "rate": 500.0, "kappa": 0.8,
+                "window_s": 20.0, "ratio_vs_below": below, "steady": steady}
+
+    rows = [row("rate+time", 2.0, False), row("rate+time+direction", 1.1, False),
+            row("rate+time", 1.2, True), row("rate+time+direction", 1.5, True)]
+    met = targets(rows)
+    assert met["fig7_direction_ge_1.3x_time_at_500"] is False   # the profile's phase
+    assert met["fig7_steady_direction_ge_1.3x_time_at_500"] is True
+    assert met["fig7_steady_time_ge_1.3x_rate_at_500"] is False

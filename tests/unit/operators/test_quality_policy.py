@@ -353,3 +353,46 @@ def test_eqsel_and_noneqsel_pick_the_smallest_k_of_their_own_model(eq_sel: bool)
     meeting = [i * 10 for i, g in enumerate(gammas)
                if g >= row["instant_recall_target"] - 1e-9 and i * 10 <= row["max_delay_ms"]]
     assert row["k_ms"] == (meeting[0] if meeting else row["max_delay_ms"] + 10)
+
+
+def test_paper_model_is_ji_et_al_as_published() -> None:
+    """``[disorder] model = "paper"``: Γ' in [0, 1] (Eq. 7), b = g, one interval of DPcorr
+    evidence and the max estimate for late tuples; the default keeps our deviations."""
+    paper = QualityConfig.from_engine(resolve_engine(_spec(2, 5_000, "quality", model="paper")))
+    assert paper.target_bounds() == (0.0, 1.0)
+    assert paper.model().basic_window_ms == paper.granularity_ms == 10
+    assert paper.evidence_intervals == 1
+    assert paper.late_estimate == "max"
+    ours = QualityConfig.from_engine(resolve_engine(_spec(2, 5_000, "quality")))
+    assert ours.target_bounds() == pytest.approx((0.9925, 0.995))
+    assert ours.model().basic_window_ms == 5_000
+    assert ours.evidence_intervals == 10
+    with pytest.raises(ConfigError, match=r"disorder\.model"):
+        _spec(2, 1_000, "quality", model="ours")
+
+
+@pytest.mark.parametrize("eq_sel", [False, True])
+def test_paper_model_picks_the_smallest_k_of_the_literal_equations(eq_sel: bool) -> None:
+    """With b = g the chosen K is still the smallest meeting Γ' under the brute force
+    :func:`reference_gamma` (every basic window of g counted by Eq. 3)."""
+    cfg = resolve_engine(_spec(2, 500, "quality", recall=0.95, eq_sel=eq_sel, model="paper"))
+    pol = QualityPolicy(QualityConfig.from_engine(cfg))
+    rng = np.random.default_rng(7)
+    delays = rng.choice([0, 0, 0, 15, 35, 80, 260], size=(2, 600))
+    local = [0, 0]
+    for step in range(600):
+        for s in (0, 1):
+            local[s] += 10
+            d = int(delays[s, step])
+            pol.observe_arrival(s, local[s] - d, d)
+            pol.observe_join(s, local[s] - d, d, 12 if d > 0 else 3, 30, d >= 80)
+    row = pol.maybe_adapt(6_000)
+    assert row is not None
+    pdfs = [np.bincount([delay_bin(int(d), 10) for d in delays[s]]).tolist() for s in (0, 1)]
+    ks = [pol.stats.ksync_estimates()[0], pol.stats.ksync_estimates()[1]]
+    maps = None if eq_sel else pol.evidence
+    gammas = [reference_gamma(pdfs, ks, maps, [500, 500], 10, 10, k)
+              for k in range(0, row["max_delay_ms"] + 10, 10)]
+    meeting = [i * 10 for i, g in enumerate(gammas)
+               if g >= row["instant_recall_target"] - 1e-9 and i * 10 <= row["max_delay_ms"]]
+    assert row["k_ms"] == (meeting[0] if meeting else row["max_delay_ms"] + 10)

@@ -89,8 +89,16 @@ RATE_SMOOTHING = 0.2
 TARGET_MARGIN = 0.25
 #: Γ' cap = Γ + TARGET_HEADROOM·(1 − Γ) (the paper caps at 1, which forces K = MaxD^H)
 TARGET_HEADROOM = 0.5
+#: Γ' is searched at most 1 − ROUNDING (floating-point rounding of the model's sums)
+ROUNDING = 1e-12
 #: the DPcorr maps (M^×, M^⋈) are summed over this many recent non-empty intervals
 EVIDENCE_INTERVALS = 10
+#: ``[disorder] model = "paper"``: Ji et al. as published — Γ' clipped to [0, 1] (Eq. 7),
+#: the DPcorr maps of the last interval only with a late tuple's productivity the max of
+#: the in-order ones (§III-D), b = g (:meth:`QualityConfig.model`)
+PAPER_MODEL: dict[str, Any] = {"spend_surplus": True, "headroom": 1.0,
+                               "evidence_intervals": 1, "paper_basic_window": True,
+                               "late_estimate": "max"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +117,8 @@ class QualityConfig:
     evidence_intervals: int = EVIDENCE_INTERVALS
     basic_window_ms: int | None = None
     spend_surplus: bool = False
+    #: b = g (Ji et al.'s default) when ``basic_window_ms`` is None, not max W_i
+    paper_basic_window: bool = False
     adwin: AdwinConfig = field(default_factory=AdwinConfig)
     #: delays per second per stream the Statistics Manager sees (0: every arrival)
     stat_rate: float = 0.0
@@ -117,16 +127,11 @@ class QualityConfig:
     def from_engine(cls, config: EngineConfig) -> QualityConfig:
         """Γ, P, L, g from ``config.disorder``; windows from ``config.windows``."""
         d = config.disorder
-        return cls(
-            recall=d.recall,
-            period_ms=d.period_ms,
-            interval_ms=d.interval_ms,
-            granularity_ms=d.granularity_ms,
-            windows_ms=tuple(config.windows),
-            late_estimate=d.late_estimate,
-            eq_sel=d.eq_sel,
-            stat_rate=d.stat_rate,
-        )
+        base: dict[str, Any] = {
+            "recall": d.recall, "period_ms": d.period_ms, "interval_ms": d.interval_ms,
+            "granularity_ms": d.granularity_ms, "windows_ms": tuple(config.windows),
+            "late_estimate": d.late_estimate, "eq_sel": d.eq_sel, "stat_rate": d.stat_rate}
+        return cls(**(base | (PAPER_MODEL if d.model == "paper" else {})))
 
     def target_bounds(self) -> tuple[float, float]:
         """[floor, cap] of Γ': Γ + (1 − Γ)·(margin, headroom); floor 0 if spend_surplus."""
@@ -138,6 +143,8 @@ class QualityConfig:
         """The recall model's static inputs: g, and b = ``basic_window_ms`` or max W_i."""
         g = self.granularity_ms
         b = self.basic_window_ms
+        if b is None and self.paper_basic_window:
+            b = g
         if b is None:  # one basic window per join window (n_i = 1): the conservative end
             b = -(-max(self.windows_ms) // g) * g
         return ModelConfig(self.windows_ms, self.granularity_ms, b)
@@ -263,7 +270,9 @@ class QualityPolicy(SteadyK, ObservesRuns):
             self._model,
             k_max + 1,
         )
-        self.k_ms = linear_search(curve, summary.max_delay_ms, g, target)
+        # Γ' = 1 (the paper's cap) is searched as 1 − ROUNDING: γ reaches 1 only up to
+        # the rounding of its sums, and 1 − 1e−16 would send K past MaxD^H
+        self.k_ms = linear_search(curve, summary.max_delay_ms, g, min(target, 1.0 - ROUNDING))
         row: dict[str, Any] = {
             "time": now_ms,
             "k_ms": self.k_ms,

@@ -51,6 +51,7 @@ from pipeline.operators.shedding.grubjoin.admission import (
     scaled,
 )
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
+from pipeline.operators.shedding.grubjoin.directions import expected_terms, paper_fractions
 from pipeline.operators.shedding.grubjoin.draws import PlanDraws, draws_per_tuple
 from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M
 from pipeline.operators.shedding.grubjoin.plans import (
@@ -61,6 +62,7 @@ from pipeline.operators.shedding.grubjoin.plans import (
 )
 from pipeline.operators.shedding.grubjoin.samefraction import same_fraction
 from pipeline.operators.shedding.grubjoin.share import (
+    MIN_SHARE,
     by_partner,
 )
 from pipeline.operators.shedding.online_stats import OnlineStats
@@ -102,6 +104,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
         sh = config.shedding
+        if sh.partial_window and config.m != 2:
+            raise ConfigError(f"shedding.partial_window: the paper's fractions r_1, r_2 are "
+                              f"for two-way joins, got {config.m} streams")
         if sh.solver == "exact" and config.m > EXACT_MAX_M:
             raise ConfigError(f"shedding.solver: 'exact' solves m <= {EXACT_MAX_M} streams, "
                               f"got {config.m}; use 'auto' or 'greedy'")
@@ -144,6 +149,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         #: z level (throttle units) the configuration in force uses (None: all of z)
         self.z_used: float | None = None
         self.share = 1.0  # probe share of the configured directions (ours, fallback)
+        #: partial_window: per direction the plan with one more window and the share of
+        #: its tuples that take it (directions.py); None = whole windows only
+        self.extended: tuple[ProbePlan, ...] | None = None
+        self.extra = np.zeros(config.m, dtype=np.float64)
+        self.pending_extra = self.extra  # the step's choice, installed with its plans
         #: admitted fraction per stream (ours, admission.py) and its own random draws
         self.admit_fraction = np.ones(config.m, dtype=np.float64)
         self.admit_rng = np.random.default_rng([sh.seed, 1])
@@ -179,9 +189,20 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             return [self._legacy_plan(s) for s in streams.tolist()]
         sampling = self.plans is not None and self.share < 1.0
         k = draws_per_tuple(self.config.m, sh.shred_rate, sampling)
-        u = self.rng.random((n, k))
-        return self.draws.choose(streams, u, self.plans, self.throttle.z, sh.shred_rate,
-                                 self.share if sampling else 1.0)
+        extended = self.extended
+        u = self.rng.random((n, k + (extended is not None)))
+        plans = self.draws.choose(streams, u[:, :k], self.plans, self.throttle.z,
+                                  sh.shred_rate, self.share if sampling else 1.0)
+        if extended is None or self.plans is None:
+            return plans
+        # the paper's "appropriate fraction" of the next basic window (directions.py)
+        current = self.plans
+        take = u[:, k] < self.extra[streams]
+        for t in np.flatnonzero(take).tolist():
+            s = int(streams[t])
+            if plans[t] is current[s]:
+                plans[t] = extended[s]
+        return plans
 
     def _legacy_plan(self, direction: int) -> ProbePlan | None:
         """The draws of a state restored from before :mod:`~pipeline.operators.shedding.
@@ -267,7 +288,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                 # below the learned ceiling z follows the cost of what is installed,
                 # relative to the configuration in force (same model): no wind-up
                 was = self._price(model, self.in_force, self.share)
-                now_cost = self._price(model, by_partner(model, counts), share, admit)
+                now_cost = self._price(model, by_partner(model, counts), share, admit,
+                                       self.pending_extra)
                 z = self.throttle.clamp(z_old * now_cost / was if was > 0 else z)
             self.share = share
             self.admit_fraction = np.asarray(joint.admit, dtype=np.float64)
@@ -275,9 +297,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             self.z_used = z * (min(1.0, max(0.0, joint.cost / budget)) if budget > 0 else 1.0)
             model_a = scaled(model, admit)
             perm = yield_order(model_a, counts) if REORDER else None
-            self.plans = harvest_plans(model_a, counts, scores, perm)
+            self._install(model_a, counts, scores, perm)
             self.in_force = by_partner(model, counts)
-            self.fractions = model.fractions(counts).round(4).tolist()
+            self.fractions = ((counts + self.extra[:, None]) / model.max_counts()
+                              ).round(4).tolist()
         self.hist.age()
         self.stats.age()
         self.draws.reset()
@@ -289,6 +312,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         CIKM; :func:`same_fraction`)."""
         sh = self.config.shedding
         budget = self.z_model * model.full_cost()
+        if sh.partial_window:
+            got = paper_fractions(model, budget, sh.join_direction, MIN_SHARE)
+            self.pending_extra = got.extra
+            return Joint(np.ones(model.m), got.counts, 1.0, got.cost, got.output)
         if sh.join_direction:
             return choose(model, budget, sh.heuristic, sh.solver)
         counts, share = same_fraction(model, budget)
@@ -337,15 +364,32 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         return (reading.dropped == 0 and queue.backlog_ms() <= EMPTY_SHARE * bound
                 and (reading.lag_cap is None or reading.lag_cap >= 1.0))
 
+    def _install(self, model_a: HarvestModel, counts: np.ndarray,
+                 scores: list[list[np.ndarray]], perm: np.ndarray | None) -> None:
+        """The step's plans; with ``partial_window`` also each direction's plan with one
+        more window and the share of its tuples that take it (directions.py)."""
+        self.plans = harvest_plans(model_a, counts, scores, perm)
+        if self.config.shedding.partial_window:
+            self.extended = harvest_plans(model_a, np.minimum(counts + 1, model_a.max_counts()),
+                                          scores, perm)
+            self.extra = self.pending_extra
+
     def _price(self, model: HarvestModel, partner_counts: np.ndarray, share: float,
-               admit: float | None = None) -> float:
+               admit: float | None = None, extra: np.ndarray | None = None) -> float:
         """Modelled cost C (under ``model``) of a configuration held by (direction,
         partner stream), probing on a ``share`` of its directions' tuples, at the admitted
-        fraction ``admit`` (default: the one in force)."""
+        fraction ``admit`` (default: the one in force); with ``partial_window`` plus the
+        expected cost of the next window on the share ``extra`` (default: in force)."""
         rows = np.arange(model.m)[:, None]
         counts = np.minimum(partner_counts[rows, np.asarray(model.orders)], model.max_counts())
         a = float(self.admit_fraction[0]) if admit is None else admit
-        return joint_cost(model, a, counts, share)
+        cost = joint_cost(model, a, counts, share)
+        if self.config.shedding.partial_window:
+            whole = counts[:, 0].astype(np.float64)
+            more = self.extra if extra is None else extra
+            cost += float((expected_terms(model, whole + more)[0]
+                           - expected_terms(model, whole)[0]).sum())
+        return cost
 
     def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
         """The throttle fraction handed to the solver, in the model's own cost units.
@@ -415,6 +459,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "admit": self.admit_fraction.tolist(),
             "admit_rng": self.admit_rng.bit_generator.state,
             "ceiling_admit": self.ceiling_admit,
+            **({} if self.extended is None else {
+                "extended": [_plan_to_data(p) for p in self.extended],
+                "extra": self.extra.tolist()}),
         }
 
     @classmethod
@@ -443,5 +490,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                 obj.admit_fraction = np.asarray(snap["admit"], dtype=np.float64)
                 obj.admit_rng.bit_generator.state = snap["admit_rng"]
                 obj.ceiling_admit = float(snap.get("ceiling_admit", 1.0))
+            if "extended" in snap:
+                obj.extended = tuple(_plan_from_data(p) for p in snap["extended"])
+                obj.extra = np.asarray(snap["extra"], dtype=np.float64)
 
         return restore_shedder("grubjoin", snap, lambda: cls(config, env), load)
