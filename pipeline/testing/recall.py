@@ -56,6 +56,8 @@ def reference_gamma(
         tj, tx = float(maps.join.sum()), float(maps.cross.sum())
         pj, px = float(maps.join[: kb + 1].sum()), float(maps.cross[: kb + 1].sum())
         if tj > 0 and tx > 0 and px > 0:
-            ratio = (pj / px) * (tx / tj)
+            share_x = px / tx
+            ratio = (pj / tj) / share_x if share_x > 0 else math.inf
+            ratio = ratio if math.isfinite(ratio) else 1.0
     return ratio * num / den
 

@@ -98,7 +98,8 @@ def window_sizes(
 
 
 def selectivity_ratio(maps: ProductivityMaps, k_max: int) -> FloatArray:
-    """Eq. 6 (NonEqSel) for K = 0..k_max bins; 1.0 where a ratio is undefined."""
+    """Eq. 6 (NonEqSel) for K = 0..k_max bins; 1.0 where a ratio is undefined (or not
+    finite in floating point)."""
     size = k_max + 1
     cum_j = np.cumsum(maps.join)
     cum_x = np.cumsum(maps.cross)
@@ -109,7 +110,11 @@ def selectivity_ratio(maps: ProductivityMaps, k_max: int) -> FloatArray:
     part_j, part_x = cum_j[idx], cum_x[idx]
     ratio = np.ones(size, dtype=np.float64)
     ok = part_x > 0.0
-    ratio[ok] = (part_j[ok] / part_x[ok]) * (tot_x / tot_j)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # the join share over the cross share: both ≤ 1, so a subnormal total (a map of
+        # almost nothing) cannot overflow the ratio the way tot_x / tot_j would
+        ratio[ok] = (part_j[ok] / tot_j) / (part_x[ok] / tot_x)
+    ratio[~np.isfinite(ratio)] = 1.0
     return ratio
 
 
