@@ -33,7 +33,10 @@ The rate is :data:`~bench.chaos.plan.LOAD` (a third) of the full join's per-stre
 capacity on this workload as `harvest bench soak` last measured it (``soak.json``;
 without one, :data:`~bench.chaos.plan.RATE_PER_STREAM`), recorded as
 ``input_rate_per_stream`` and ``load``: at 1× the job with exactly-once output beside
-three brokers on two cores cannot keep up (docs/NOTES.md). Writes ``bench/results/chaos.json`` and
+three brokers on two cores cannot keep up (docs/NOTES.md). A micro-batch reads at most
+:data:`~bench.chaos.plan.CATCH_UP_TRIGGERS` triggers of input (``[job]
+max_offsets_per_trigger``), so a restarted driver's backlog is read in batches that commit
+one after the other. Writes ``bench/results/chaos.json`` and
 ``chaos.png``. Modules: :mod:`~bench.chaos.plan` (what runs), :mod:`~bench.chaos.faults`
 (the injections), :mod:`~bench.chaos.recovery` (commit times → ``recovered_s``),
 :mod:`~bench.chaos.report` (JSON, PNG), :mod:`~bench.chaos.main` (the run).

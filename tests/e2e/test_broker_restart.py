@@ -104,7 +104,7 @@ def test_broker_restart_with_a_supervised_job_loses_nothing(
         broker: tuple[dict[str, str], str], tmp_path: Path) -> None:
     env, bootstrap = broker
     dump = tmp_path / "in.jsonl"
-    produce_args = ["produce", "sensors", "--rate", "40", "--duration", "60", "--speedup", "1",
+    produce_args = ["produce", "sensors", "--rate", "40", "--duration", "30", "--speedup", "1",
                     "--disorder", "exp:mean=150", "--seed", "9", "--topic-prefix", PREFIX]
     # the same records, generated up front for the spec's K (the run produces them again)
     assert harvest([*produce_args, "--dry-run", "--dump", str(dump)], env).returncode == 0
@@ -127,7 +127,7 @@ def test_broker_restart_with_a_supervised_job_loses_nothing(
               300, "the job did not start", job_log)
         assert job.poll() is None, job_log.read_text()[-3000:]
         producer = spawn([*produce_args, "--dump", str(dump)], env, producer_log)
-        time.sleep(20)  # a third of the input is out
+        time.sleep(10)  # a third of the input is out
         down = harvest(["kafka", "down"], env)
         assert down.returncode == 0, down.stderr
         time.sleep(OUTAGE_S)

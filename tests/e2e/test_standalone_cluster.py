@@ -98,7 +98,7 @@ def test_exactness_on_standalone_cluster(
     assert max(r["arrival_time"] - r["event_time"] for r in records) <= 2500  # K ≥ max delay
 
     submitted = _cli(["submit", "--spec", str(spec_path), "--master", cluster,
-                      "--until-idle", "15"], env, timeout=600)
+                      "--until-idle", "8"], env, timeout=600)
     assert submitted.returncode == 0, submitted.stderr[-3000:]
     report = json.loads(submitted.stdout.strip().splitlines()[-1])
     assert report["input_rows"] == len(records)

@@ -55,8 +55,10 @@ def test_top_follows_a_running_job_and_its_ui_answers(
         kafka_bootstrap: str, topic_prefix: str, tmp_path: Path) -> None:
     env = {"HARVEST_BOOTSTRAP_SERVERS": kafka_bootstrap, "HARVEST_TOPIC_PREFIX": topic_prefix}
     checkpoint = tmp_path / "ck"
+    # the producer outlasts the 240 s wait for a lively snapshot (stopped at the end): on a
+    # loaded machine a 90 s input ended, and the job went idle, before top saw it lively
     producer = Child("produce", [
-        "produce", "sensors", "--streams", "3", "--rate", "60", "--duration", "90",
+        "produce", "sensors", "--streams", "3", "--rate", "60", "--duration", "300",
         "--lags", "0,5,15", "--speedup", "1", "--topic-prefix", topic_prefix], tmp_path, env)
     job = Child("submit", ["submit", "--spec", str(SPEC), "--master", "local[2]", "--ui",
                            "--checkpoint", str(checkpoint), "--until-idle", "30"],

@@ -4,6 +4,7 @@ files, finding the PySpark workers below a driver, and the JSON body's targets."
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.chaos.faults import descendants, python_workers
-from bench.chaos.plan import KINDS, schedule
+from bench.chaos.plan import CATCH_UP_TRIGGERS, KINDS, max_offsets, schedule
 from bench.chaos.readback import Outcome
 from bench.chaos.recovery import commit_times, recovered_s
 from bench.chaos.report import payload
@@ -30,6 +31,13 @@ def test_the_full_run_fires_each_kind_twice_in_order() -> None:
 
 def test_a_quick_run_fires_each_kind_once() -> None:
     assert [f.kind for f in schedule(3.0)] == list(KINDS)
+
+
+def test_a_batch_reads_at_most_a_few_triggers_of_input() -> None:
+    """A restarted driver's backlog is read in batches of CATCH_UP_TRIGGERS triggers of
+    input (all streams), not in one."""
+    assert max_offsets(594.8, 3, 8000) == math.ceil(CATCH_UP_TRIGGERS * 594.8 * 3 * 8)
+    assert max_offsets(0.01, 3, 500) == 1
 
 
 def test_recovered_is_the_first_commit_after_the_fault(tmp_path: Path) -> None:
