@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
 
     spec = load_spec(args.spec)
-    check_spark_routing(spec)  # before the jars: CTR / adaptive ATR exit 2 naming the key
+    check_spark_routing(spec)  # before the jars: CTR exits 2 naming the key
     jars = connector_jars(settings)  # missing: exit 2, run `harvest setup`
     if args.max_offsets_per_trigger is not None:
         job = spec.job.model_copy(update={"max_offsets_per_trigger": args.max_offsets_per_trigger})

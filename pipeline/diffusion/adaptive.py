@@ -246,7 +246,8 @@ class AdaptiveRouter:
                 "segment_ms": self.segment_ms, "master": self.master, "placed": self.placed,
                 "next_adapt": self.next_adapt,
                 "counts": {str(k): v for k, v in self.counts.items()},
-                "history": [list(h) for h in self.history], "routed": self.routed}
+                "history": [list(h) for h in self.history], "routed": self.routed,
+                "switches": [list(x) for x in self.switches]}
 
     @classmethod
     def from_snapshot(cls, snap: Mapping[str, Any]) -> AdaptiveRouter:
@@ -264,4 +265,5 @@ class AdaptiveRouter:
         out.counts = {int(k): list(v) for k, v in snap["counts"].items()}
         out.history = [(int(a), int(b), float(c)) for a, b, c in snap["history"]]
         out.routed = int(snap["routed"])
+        out.switches = [(int(a), int(b), int(c)) for a, b, c in snap.get("switches", [])]
         return out

@@ -23,6 +23,7 @@ import pandas as pd
 
 from pipeline.core.gcpause import gc_paused
 from pipeline.core.profile import PhaseProfile
+from pipeline.diffusion.batches import BatchRouting
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv
@@ -163,6 +164,9 @@ class JoinInstance:
         open_ledger(self.meta, len(self.validator.held) if self.validator is not None else 0)
         #: per-phase timing of each micro-batch (:meth:`attach_profile`; None = off)
         self.profile: PhaseProfile | None = None
+        #: adaptive ATR: the running micro-batch's routing state, which owns the results
+        #: and dead letters (set by the runtime before each batch; None = static ATR)
+        self.batch_routing: BatchRouting | None = None
 
     def attach_profile(self, profile: PhaseProfile | None) -> None:
         """Time the phases of every later micro-batch on ``profile`` (its injected timer;
@@ -338,6 +342,11 @@ class JoinInstance:
         cfg = self.router.config
         if cfg.mode != "atr" or cfg.groups == 1 or not results:
             return results  # one instance owns every segment
+        if self.batch_routing is not None:  # adaptive: the owner by the epoch log
+            members = np.asarray([[m.event_time for m in r.members] for r in results],
+                                 dtype=np.int64)
+            owners = self.batch_routing.owners(members) == self.route_key
+            return [r for r, keep in zip(results, owners.tolist(), strict=True) if keep]
         master = cfg.master
         ts = np.fromiter((r.members[master].event_time for r in results), np.int64,
                          len(results))
@@ -396,13 +405,23 @@ class JoinInstance:
         reaches several instances; only the owner of its timestamp's segment writes its
         dead letter, so each is written once."""
         router = self.router
-        if router.config.mode == "atr":
+        routing = self.batch_routing
+        if routing is not None and router.config.groups > 1:
+            rejected = [r for r in rejected
+                        if routing.dead_letter_key(r.event.stream, r.event.ts) == self.route_key]
+        elif router.config.mode == "atr":
             rejected = [r for r in rejected if router.owns(self.route_key, r.event.ts)]
         self.meta["deadletters"] = int(self.meta.get("deadletters", 0)) + len(rejected)
         return dead_letter_rows(rows, rejected, str(self.route_key), self.config.topics)
 
     def _wall_ms(self) -> float:
         return self._wall() * 1000.0
+
+    def usage(self) -> list[float]:
+        """What Eq. 1 weighs (Gu et al. §2.2): cost units so far (the engine's
+        ``stats.cost``), tuples held, tuples received (liveness ticks aside)."""
+        received = self.meta.get("records", {}).get("records_in", 0)
+        return [float(self.engine.stats.cost), float(self.state_size()), float(received)]
 
     def state_size(self) -> int:
         """Tuples held in the join windows, K-slack buffers and the Synchronizer."""

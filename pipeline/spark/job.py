@@ -37,6 +37,7 @@ from pyspark.sql.streaming import StreamingQuery
 from connectors.io.confluent import wire_header
 from connectors.io.serde import AvroSerde
 from connectors.io.topics import input_topic, schema_for, validate_topic
+from pipeline.diffusion.batches import BatchConfig
 from pipeline.diffusion.routing import RouterConfig
 from pipeline.runtime.inputs import InputPlan
 from pipeline.runtime.instance import InstanceConfig
@@ -44,6 +45,7 @@ from pipeline.spark.decode import DecodeConfig
 from pipeline.spark.exactly_once import BatchWriter, ExactlyOnceConfig, commits_topic
 from pipeline.spark.inputs import attribute_names, envelope_columns, payload_schemas
 from pipeline.spark.processor import ProcessorConfig, fail_task_batch
+from pipeline.spark.route_log import RouteStore
 from pipeline.spark.stages import (
     DecodeStage,
     EncodeConfig,
@@ -238,16 +240,27 @@ def _envelope_config(cfg: JobConfig, dcfg: DecodeConfig | None,
                           output_format=plan.output_format)
 
 
+def route_store(cfg: JobConfig) -> RouteStore | None:
+    """Adaptive ATR over G > 1 (any of ``[job] segment_keys = "least-loaded"``,
+    ``adapt_master``, ``adapt_segment``): its routing state files in the checkpoint."""
+    job = cfg.spec.job
+    if job.routing != "atr" or job.groups == 1 or not job.adaptive:
+        return None
+    return RouteStore(cfg.checkpoint, BatchConfig.from_spec(cfg.spec))
+
+
 def _join_stages(cfg: JobConfig, serde: AvroSerde, dcfg: DecodeConfig | None) -> JoinStages:
     """Envelope, route, join and encode of join mode."""
     assert cfg.plan is not None
     attributes = attribute_names(cfg.plan) if dcfg is None else dcfg.attribute_names
     icfg = _instance_config(cfg, attributes)
+    routes = route_store(cfg)
     return JoinStages(
         envelope=_envelope_config(cfg, dcfg, icfg, attributes),
-        route=RouteConfig(RouterConfig.from_spec(cfg.spec), cfg.checkpoint),
+        route=RouteConfig(RouterConfig.from_spec(cfg.spec), cfg.checkpoint, routes),
         join=ProcessorConfig(icfg, idle_flush_ms=cfg.idle_flush_ms,
-                             run_token=uuid.uuid4().hex, fail_batch=fail_task_batch()),
+                             run_token=uuid.uuid4().hex, fail_batch=fail_task_batch(),
+                             routes=routes),
         encode=EncodeConfig(cfg.output_topics, cfg.plan, *_output_records(cfg, serde)),
     )
 

@@ -65,6 +65,7 @@ from pipeline.diffusion.placement import instance_of
 from pipeline.runtime.frames import DEADLETTER_KEY, bounded, dead_letter_frame
 from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.runtime.persistence import PieceKey
+from pipeline.spark.route_log import BATCH_ID_PROPERTY, RouteStore, running_batch
 
 log = get_logger(__name__)
 
@@ -78,8 +79,6 @@ PIECE_KEY_SCHEMA = StructType([
 ])
 StateLayout = Literal["incremental", "blob"]
 FAIL_TASK_ENV = "HARVEST_TEST_FAIL_TASK"
-#: the local property Spark sets to the running micro-batch's id
-BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
 class InjectedTaskFailureError(HarvestError):
@@ -116,6 +115,9 @@ class ProcessorConfig:
     state_layout: StateLayout = "incremental"
     #: test hook: fail the first attempt of this micro-batch's join tasks (see module)
     fail_batch: int | None = None
+    #: adaptive ATR: the checkpoint's routing state files (ownership follows the batch's
+    #: epoch log; each key's usage after the batch goes back for the next batch's loads)
+    routes: RouteStore | None = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +269,20 @@ class JoinProcessor(StatefulProcessor):
         if self.config.run_token:
             _LIVE[(self.config.run_token, inst.route_key)] = (version, inst)
 
+    def _routing(self, inst: JoinInstance) -> int | None:
+        """Adaptive ATR: own results by the running micro-batch's routing state; its id."""
+        store = self.config.routes
+        if store is None:
+            return None
+        batch, _ = running_batch()
+        inst.batch_routing = store.state(batch)
+        return batch
+
+    def _record_usage(self, inst: JoinInstance, batch: int | None) -> None:
+        """Adaptive ATR: the key's usage after ``batch``, for the next batch's loads."""
+        if self.config.routes is not None and batch is not None:
+            self.config.routes.put_key(batch, inst.route_key, inst.usage())
+
     def _instance(self, key: Any) -> int:
         """The instance number of a grouping key: the physical route key mod G
         (:mod:`pipeline.diffusion.placement`; with the instance numbers as keys, itself)."""
@@ -294,7 +310,9 @@ class JoinProcessor(StatefulProcessor):
                 inst.attach_profile(PhaseProfile(time.perf_counter))
             assert inst.profile is not None
             inst.profile.add("input", (t0 - t_in) + (time.perf_counter() - t1))
+        batch = self._routing(inst)
         out = inst.process(frame)
+        self._record_usage(inst, batch)
         t2 = time.perf_counter()
         timer = self._deadline(inst)
         saved = self._save(inst, version)
@@ -323,7 +341,9 @@ class JoinProcessor(StatefulProcessor):
             self.handle.registerTimer(int(deadline))
             self._keep_live(inst, version)
             return
+        batch = self._routing(inst)
         out = inst.flush()
+        self._record_usage(inst, batch)
         inst.meta["flush_timer"] = False
         self._save(inst, version)
         yield from bounded(out)

@@ -11,6 +11,11 @@ Spark round trip of the input:
   exactly in SQL on two 32-bit halves (no 64-bit product can overflow, so ANSI mode
   does not matter); other key types go through a scalar pandas UDF over the key column
   alone (:func:`pipeline.diffusion.routing.stable_hash_array`);
+* **adaptive ATR** (``[job] segment_keys = "least-loaded"``, ``adapt_master``,
+  ``adapt_segment``): the routing epoch log changes from one micro-batch to the next, so
+  an iterator pandas UDF reads ``stream_idx`` and ``event_time`` and routes them under
+  the batch's :class:`~pipeline.diffusion.batches.BatchRouting` from the checkpoint
+  (:mod:`pipeline.spark.route_log`), and records what it saw for the next batch's;
 * rejected rows (``dl_value`` set): one copy to :data:`DEADLETTER_KEY`;
 * liveness **ticks**: each routing task that had input sends every instance one row
   with ``stream_idx`` = :data:`TICK_STREAM` and the median arrival time of the task's
@@ -41,8 +46,10 @@ from pyspark.sql.types import (
 )
 
 from pipeline.core.errors import ConfigError
+from pipeline.diffusion.batches import observe_task
 from pipeline.diffusion.routing import RouterConfig, stable_hash_array
 from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
+from pipeline.spark.route_log import RouteStore, running_batch
 
 _M32 = 0xFFFFFFFF
 _M16 = 0xFFFF
@@ -78,6 +85,43 @@ def atr_indices(router: RouterConfig) -> Column:
     count = sf.least(hi - lo + 1, sf.lit(g).cast(LongType()))
     return sf.transform(sf.sequence(sf.lit(0).cast(LongType()), count - 1),
                         lambda j: sf.pmod(lo + j, sf.lit(g)).cast(IntegerType()))
+
+
+def adaptive_marks(store: RouteStore, batches: Iterator[tuple[pd.Series, pd.Series, pd.Series]]
+                   ) -> Iterator[pd.Series]:
+    """One routing task's ``(stream_idx, event_time, valid)`` batches → each row's
+    instances under the micro-batch's routing state (none for a rejected row); at the
+    end, the task's observation goes to the checkpoint (:class:`RouteStore`)."""
+    batch, partition = running_batch()
+    state = store.state(batch)
+    streams: list[np.ndarray] = []
+    times: list[np.ndarray] = []
+    for stream, ts, ok in batches:
+        mask = ok.fillna(False).to_numpy(bool)
+        s = stream.fillna(0).to_numpy(np.int64)[mask]
+        t = ts.fillna(0).to_numpy(np.int64)[mask]
+        rows, keys = state.route(s, t)
+        out: list[list[int]] = [[] for _ in range(len(mask))]
+        for r, k in zip(np.flatnonzero(mask)[rows].tolist(), keys.tolist(), strict=True):
+            out[r].append(k)
+        streams.append(s)
+        times.append(t)
+        yield pd.Series(out)
+    horizon = state.router.log.horizon if state.router is not None else None
+    s_all = np.concatenate(streams) if streams else np.zeros(0, np.int64)
+    t_all = np.concatenate(times) if times else np.zeros(0, np.int64)
+    store.put_task(batch, partition, observe_task(store.config, state, s_all, t_all, horizon))
+
+
+def _adaptive_udf(store: RouteStore) -> Callable[..., Column]:
+    """:func:`adaptive_marks` as an iterator pandas UDF (nondeterministic: it reads and
+    writes the checkpoint, so it must run once per row)."""
+    def marks(batches: Iterator[tuple[pd.Series, pd.Series, pd.Series]]
+              ) -> Iterator[pd.Series]:
+        return adaptive_marks(store, batches)
+
+    udf = sf.pandas_udf(marks, ArrayType(IntegerType()))  # type: ignore[call-overload]
+    return udf.asNondeterministic()
 
 
 # ---------------------------------------------------------------- SplitMix64 in SQL
@@ -210,9 +254,11 @@ def _tick_columns(df: DataFrame) -> dict[str, Column]:
     return out
 
 
-def routed(valid: DataFrame, router: RouterConfig, keys: tuple[int, ...]) -> DataFrame:
+def routed(valid: DataFrame, router: RouterConfig, keys: tuple[int, ...],
+           adaptive: RouteStore | None = None) -> DataFrame:
     """``valid`` + ``route_key``: one row per (row, instance) copy, rejected rows to
-    :data:`DEADLETTER_KEY`, and the ticks (``router.groups`` > 1)."""
+    :data:`DEADLETTER_KEY`, and the ticks (``router.groups`` > 1); ``adaptive``: adaptive
+    ATR's routing state files (ATR only)."""
     g = router.groups
     if len(keys) != g:
         raise ConfigError(f"job.groups: {g} groups need {g} route keys, got {len(keys)}: "
@@ -225,6 +271,9 @@ def routed(valid: DataFrame, router: RouterConfig, keys: tuple[int, ...]) -> Dat
         assert router.key_attribute is not None
         df = hash_indices(df, router.key_attribute, g)
         indices = sf.array(sf.col(_HI))
+    elif adaptive is not None:
+        indices = _adaptive_udf(adaptive)(sf.col("stream_idx"), sf.col("event_time"),
+                                          ~rejected)
     else:
         indices = atr_indices(router)
     mark = _tick_udf()(sf.col("arrival_time"), ~rejected)

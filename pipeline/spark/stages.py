@@ -6,7 +6,8 @@ small frozen config (derived once from the spec and settings by
     decode    header check + ``from_avro`` / ``[inputs]`` decoders     :class:`DecodeStage`
     validate  a rejected row gets its ``dead_letter`` record           :class:`SingleObject`
     envelope  the columns the join reads, nothing more                 :class:`EnvelopeConfig`
-    route     route key per row (ATR | hash, Gu et al. §2) + ticks     :class:`RouteConfig`
+    route     route key per row (ATR | adaptive ATR | hash, Gu et al. §2)
+              + ticks                                                  :class:`RouteConfig`
     join      ``transformWithStateInPandas(JoinProcessor)``            :class:`ProcessorConfig`
     encode    processor rows → ``(topic, key, value)`` Kafka rows      :class:`EncodeConfig`
     sink      Kafka sink or one transaction per micro-batch            :class:`SinkConfig`
@@ -34,6 +35,7 @@ from pipeline.spark.inputs import decode_inputs, payload_column
 from pipeline.spark.placement import checkpoint_placement
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig
 from pipeline.spark.results import result_value
+from pipeline.spark.route_log import RouteStore
 from pipeline.spark.routing import routed
 from pipeline.spark.sinks import (
     dead_letter_value,
@@ -195,10 +197,12 @@ def envelope(rows: DataFrame, cfg: EnvelopeConfig) -> DataFrame:
 # ---------------------------------------------------------------------- route
 @dataclass(frozen=True)
 class RouteConfig:
-    """How rows reach instances, and the checkpoint keeping the instances' route keys."""
+    """How rows reach instances, and the checkpoint keeping the instances' route keys;
+    ``adaptive``: adaptive ATR's routing state files (in the same checkpoint)."""
 
     router: RouterConfig
     checkpoint: str
+    adaptive: RouteStore | None = None
 
 
 def route(spark: SparkSession, env: DataFrame, cfg: RouteConfig) -> DataFrame:
@@ -218,7 +222,8 @@ def route(spark: SparkSession, env: DataFrame, cfg: RouteConfig) -> DataFrame:
         key = sf.when(sf.col("dl_value").isNotNull(), sf.lit(DEADLETTER_KEY)).otherwise(
             sf.lit(0))
         return env.withColumn("route_key", key.cast(IntegerType()))
-    return routed(env, router, keys if keys is not None else tuple(range(router.groups)))
+    return routed(env, router, keys if keys is not None else tuple(range(router.groups)),
+                  cfg.adaptive)
 
 
 # ---------------------------------------------------------------------- join

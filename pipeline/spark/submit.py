@@ -128,19 +128,13 @@ def java_client_options(settings: Settings) -> ClientOptions:
 
 
 def check_spark_routing(spec: Spec) -> None:
-    """What the Spark job cannot route yet (exit 2 naming the key): coordinated tuple
-    routing (``job.routing = "ctr"``, it ships intermediate results between hosts) and
-    adaptive ATR (the epoch log is not in the checkpoint yet); both run in
-    ``harvest bench diffusion``'s virtual cluster (docs/NOTES.md, 'Load diffusion')."""
-    job = spec.job
-    if job.routing == "ctr":
+    """What the Spark job cannot route (exit 2 naming the key): coordinated tuple routing
+    (``job.routing = "ctr"``, it ships intermediate results between hosts), which runs in
+    ``harvest bench diffusion``'s virtual cluster only (docs/NOTES.md, 'Load diffusion').
+    Adaptive ATR runs in the job (:mod:`pipeline.spark.route_log`)."""
+    if spec.job.routing == "ctr":
         raise ConfigError("job.routing: 'ctr' runs only in `harvest bench diffusion`'s "
                           "virtual cluster; the Spark job routes 'hash' or 'atr'")
-    for key in ("segment_keys", "adapt_master", "adapt_segment"):
-        if getattr(job, key) not in (False, "round-robin"):
-            raise ConfigError(f"job.{key}: adaptive ATR runs only in `harvest bench "
-                              f"diffusion`'s virtual cluster; the Spark job routes "
-                              f"round robin with a fixed master and T")
 
 
 def job_config(spec: Spec, settings: Settings, *, mode: Mode | None = None,
