@@ -99,8 +99,10 @@ def missed_why(rows: list[dict[str, Any]], calib: dict[str, Any] | None,
         if ok:
             continue
         if key == "spark_adaptive_atr_e2e":
-            why[key] = ("not built: adaptive ATR and its epoch log are not wired into the "
-                        "Spark job; `harvest submit` refuses the adaptive keys (exit 2)")
+            why[key] = ("not a part of this bench (it runs no Spark): "
+                        "tests/e2e/test_adaptive_atr.py checks it (local[2], groups = 2, "
+                        "a master switch and a restart from the checkpoint, equal to the "
+                        "oracle)")
         elif ok is None:
             why[key] = "not measured in this run (its part did not run)"
         elif key == "best_scaling_ge_10_at_g16":

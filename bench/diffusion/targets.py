@@ -101,5 +101,6 @@ def targets(rows: Rows, calib: dict[str, Any] | None, rate: str = "async_rate"
         "atr_imbalance_le_1_3_every_skew": all(x <= 1.3 for x in skewed) if skewed else None,
         "routing_le_50us_per_tuple": max(routing) <= 50 if routing else None,
         "calibrate_within_25pct_of_spark": None if not calib else calib.get("within_25pct"),
+        # a Spark e2e test, not a part of this bench (tests/e2e/test_adaptive_atr.py)
         "spark_adaptive_atr_e2e": None,
     }

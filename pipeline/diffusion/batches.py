@@ -116,11 +116,15 @@ class BatchRouting:
     now: int | None = None
     #: each key's last observed [cost units, window tuples, tuples received]
     usage: list[list[float]] = field(default_factory=list)
+    #: each key's last reported join time (None: never reported); no result is formed
+    #: below it any more, so the log is pruned behind the smallest
+    joined: list[int | None] = field(default_factory=list)
 
     @classmethod
     def initial(cls, config: BatchConfig) -> BatchRouting:
         """The state of the first micro-batch: static ATR only."""
-        return cls(config, usage=[[0.0, 0.0, 0.0] for _ in range(config.adaptive.groups)])
+        g = config.adaptive.groups
+        return cls(config, usage=[[0.0, 0.0, 0.0] for _ in range(g)], joined=[None] * g)
 
     @property
     def static(self) -> Router:
@@ -216,11 +220,13 @@ class BatchRouting:
     def step(self, tasks: Sequence[TaskObservation],
              keys: Mapping[int, Sequence[float]]) -> BatchRouting:
         """state(b + 1) from state(b), batch b's routing tasks and its instances' usage
-        (key → [cost units, window tuples, tuples received]; a key absent kept its
-        last)."""
+        (key → [cost units, window tuples, tuples received, join time]; a key absent kept
+        its last)."""
         nxt = BatchRouting.from_snapshot(self.snapshot())
         for k, u in keys.items():
-            nxt.usage[int(k)] = [float(x) for x in u]
+            nxt.usage[int(k)] = [float(x) for x in u[:3]]
+            if len(u) > 3:
+                nxt.joined[int(k)] = int(u[3])
         seen = [t for t in tasks if t.routed > 0]
         if not seen:
             if keys:
@@ -240,8 +246,18 @@ class BatchRouting:
         nxt._count(seen)
         nxt.now = new_now
         nxt._observe()
-        nxt.router.log.prune(new_now - self.config.retain_ms)
+        nxt._prune()
         return nxt
+
+    def _prune(self) -> None:
+        """Forget the log behind the keys' smallest join time (no result can form below
+        it: Alg. 2 probes only with a tuple at or past the join time) and ``retain_ms``
+        behind ``now``, whichever is earlier; a late tuple routed by what is left (or by
+        static ATR below it) reaches a validator that rejects it."""
+        reported = [j for j in self.joined if j is not None]
+        if self.router is None or self.now is None or not reported:
+            return
+        self.router.log.prune(min(min(reported), self.now - self.config.retain_ms))
 
     def _open(self, top: int) -> None:
         """The first epoch of the log at the T₀ boundary past ``top`` + W_max."""
@@ -280,7 +296,7 @@ class BatchRouting:
                            "retain_ms": cfg.retain_ms},
                 "router": None if self.router is None else self.router.snapshot(),
                 "base_end": self.base_end, "now": self.now,
-                "usage": [list(u) for u in self.usage]}
+                "usage": [list(u) for u in self.usage], "joined": list(self.joined)}
 
     @classmethod
     def from_snapshot(cls, snap: Mapping[str, Any]) -> BatchRouting:
@@ -294,7 +310,8 @@ class BatchRouting:
         router = (None if snap["router"] is None
                   else AdaptiveRouter.from_snapshot(snap["router"]))
         return cls(cfg, router, snap["base_end"], snap["now"],
-                   [[float(x) for x in u] for u in snap["usage"]])
+                   [[float(x) for x in u] for u in snap["usage"]],
+                   [None if j is None else int(j) for j in snap["joined"]])
 
 
 def observe_task(config: BatchConfig, state: BatchRouting, streams: npt.ArrayLike,

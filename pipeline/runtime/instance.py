@@ -419,9 +419,11 @@ class JoinInstance:
 
     def usage(self) -> list[float]:
         """What Eq. 1 weighs (Gu et al. §2.2): cost units so far (the engine's
-        ``stats.cost``), tuples held, tuples received (liveness ticks aside)."""
+        ``stats.cost``), tuples held, tuples received (liveness ticks aside); and the join
+        time (no result of this instance forms below it any more)."""
         received = self.meta.get("records", {}).get("records_in", 0)
-        return [float(self.engine.stats.cost), float(self.state_size()), float(received)]
+        return [float(self.engine.stats.cost), float(self.state_size()), float(received),
+                float(self.engine.join.join_time)]
 
     def state_size(self) -> int:
         """Tuples held in the join windows, K-slack buffers and the Synchronizer."""

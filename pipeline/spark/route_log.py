@@ -7,7 +7,8 @@ state(b + 1) = state(b).step(what batch b observed). The files, under
     state-<b>.json           state(b), written once by the first task that needs it
     obs-<b>/route-<p>.json   routing task p of batch b: tuples per stream and interval,
                              the largest and the median timestamp, the log's horizon
-    obs-<b>/key-<k>.json     instance k after batch b: cost units, window tuples, received
+    obs-<b>/key-<k>.json     instance k after batch b: cost units, window tuples, received,
+                             join time
 
 No driver code runs between two micro-batches, so the tasks of batch b derive state(b)
 themselves: the newest state file before b folded forward over the observations of the
@@ -131,7 +132,8 @@ class RouteStore:
         self._write(self.folder / f"obs-{batch}" / f"route-{partition}.json", obs.snapshot())
 
     def put_key(self, batch: int, key: int, usage: Sequence[float]) -> None:
-        """Instance ``key`` after ``batch``: [cost units, window tuples, tuples received]."""
+        """Instance ``key`` after ``batch``: [cost units, window tuples, tuples received,
+        join time]."""
         self._write(self.folder / f"obs-{batch}" / f"key-{key}.json",
                     [float(x) for x in usage])
 

@@ -62,6 +62,7 @@ _TICK_ZEROS = ("seq", "event_time", "partition", "offset")
 _COPY = "_harvest_copy"
 _TICK = "_harvest_tick"
 _HI, _LO = "_harvest_hash_hi", "_harvest_hash_lo"
+_ADAPTIVE = "_harvest_adaptive"
 
 
 def _floor_div(a: Column, b: int) -> Column:
@@ -271,9 +272,10 @@ def routed(valid: DataFrame, router: RouterConfig, keys: tuple[int, ...],
         assert router.key_attribute is not None
         df = hash_indices(df, router.key_attribute, g)
         indices = sf.array(sf.col(_HI))
-    elif adaptive is not None:
-        indices = _adaptive_udf(adaptive)(sf.col("stream_idx"), sf.col("event_time"),
-                                          ~rejected)
+    elif adaptive is not None:  # a projection: a Generate may not hold the UDF
+        df = df.withColumn(_ADAPTIVE, _adaptive_udf(adaptive)(
+            sf.col("stream_idx"), sf.col("event_time"), ~rejected))
+        indices = sf.col(_ADAPTIVE)
     else:
         indices = atr_indices(router)
     mark = _tick_udf()(sf.col("arrival_time"), ~rejected)
