@@ -102,18 +102,25 @@ class RouteStore:
 
     def state(self, batch: int) -> BatchRouting:
         """state(``batch``): its file, else derived from the newest earlier one (or the
-        initial state) and the observations since, and written."""
+        initial state) and the observations since, and written. A checkpoint whose state
+        was written under another config (the spec's routing keys changed) starts over
+        with static ATR from this batch."""
         path = self.folder / f"state-{batch}.json"
+        mine = BatchRouting.initial(self.config)
         if path.exists():
-            return BatchRouting.from_snapshot(self._read(path))
+            got = BatchRouting.from_snapshot(self._read(path))
+            if got.config == self.config:
+                return got
         earlier = [b for b in self._batches(_STATE) if b < batch]
+        start, cur = batch, mine
         if earlier:
-            start = earlier[-1]
-            cur = BatchRouting.from_snapshot(self._read(self.folder / f"state-{start}.json"))
+            prev = BatchRouting.from_snapshot(
+                self._read(self.folder / f"state-{earlier[-1]}.json"))
+            if prev.config == self.config:  # else the spec changed: start over
+                start, cur = earlier[-1], prev
         else:
             seen = [b for b in self._batches(_OBS) if b < batch]
             start = seen[0] if seen else batch
-            cur = BatchRouting.initial(self.config)
         for b in range(start, batch):
             cur = cur.step(*self.observations(b))
         self._write(path, cur.snapshot())

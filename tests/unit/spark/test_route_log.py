@@ -66,3 +66,11 @@ def test_a_replayed_batch_reads_its_state_back(tmp_path: Path) -> None:
     assert store.state(6).snapshot() == before
     (tmp_path / "harvest-route-epochs" / "state-6.json").unlink()
     assert store.state(6).snapshot() != before  # rederived from the new observation
+
+
+def test_a_changed_spec_starts_over_with_static_atr(tmp_path: Path) -> None:
+    _run(RouteStore(str(tmp_path), CFG), range(6))
+    other = BatchConfig(AdaptiveConfig(groups=3, windows_ms=(20, 20, 20), segment_ms=10),
+                        ahead_ms=1000, retain_ms=40)
+    state = RouteStore(str(tmp_path), other).state(6)
+    assert state.config == other and state.router is None
