@@ -267,8 +267,9 @@ def _probe_groups(state: JoinState, ts: I64, seqs: I64, feats: F64, probed: I64,
     # mixed with shredding's, which choose other windows, made every block scan nearly
     # the whole window and mask the rest away
     key = grp.gid[live] * len(grp.plans) + grp.code[live]
-    live = live[np.argsort(key, kind="stable")]
-    cuts = np.flatnonzero(np.diff(key[np.argsort(key, kind="stable")])) + 1
+    by_key = np.argsort(key, kind="stable")
+    live = live[by_key]
+    cuts = np.flatnonzero(np.diff(key[by_key])) + 1
     results: list[tuple[I64, I64, I64]] = []
     reached: dict[int, tuple[I64, I64]] = {}
     checks = evaluated = 0
