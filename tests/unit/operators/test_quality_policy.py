@@ -333,7 +333,15 @@ def test_eqsel_and_noneqsel_pick_the_smallest_k_of_their_own_model(eq_sel: bool)
     cfg = resolve_engine(_spec(2, 500, "quality", recall=0.95, eq_sel=eq_sel))
     pol = QualityPolicy(QualityConfig.from_engine(cfg))
     assert pol.config.eq_sel is eq_sel
-    rng = np.random.default_rng(5)
+    _assert_smallest_literal_k(pol, 5, pol.config.model().basic_window_ms)
+
+
+def _assert_smallest_literal_k(pol: QualityPolicy, seed: int, basic_window_ms: int) -> None:
+    """Feed two streams of random delays (seeded) through ``pol``, adapt once, and check
+    the chosen K is the smallest meeting Γ' under :func:`reference_gamma` with basic
+    windows of ``basic_window_ms``."""
+    eq_sel = pol.config.eq_sel
+    rng = np.random.default_rng(seed)
     delays = rng.choice([0, 0, 0, 15, 35, 80, 260], size=(2, 600))
     local = [0, 0]
     for step in range(600):
@@ -347,8 +355,7 @@ def test_eqsel_and_noneqsel_pick_the_smallest_k_of_their_own_model(eq_sel: bool)
     pdfs = [np.bincount([delay_bin(int(d), 10) for d in delays[s]]).tolist() for s in (0, 1)]
     ks = [pol.stats.ksync_estimates()[0], pol.stats.ksync_estimates()[1]]
     maps = None if eq_sel else pol.evidence
-    b = pol.config.model().basic_window_ms
-    gammas = [reference_gamma(pdfs, ks, maps, [500, 500], 10, b, k)
+    gammas = [reference_gamma(pdfs, ks, maps, [500, 500], 10, basic_window_ms, k)
               for k in range(0, row["max_delay_ms"] + 10, 10)]
     meeting = [i * 10 for i, g in enumerate(gammas)
                if g >= row["instant_recall_target"] - 1e-9 and i * 10 <= row["max_delay_ms"]]
@@ -377,22 +384,4 @@ def test_paper_model_picks_the_smallest_k_of_the_literal_equations(eq_sel: bool)
     :func:`reference_gamma` (every basic window of g counted by Eq. 3)."""
     cfg = resolve_engine(_spec(2, 500, "quality", recall=0.95, eq_sel=eq_sel, model="paper"))
     pol = QualityPolicy(QualityConfig.from_engine(cfg))
-    rng = np.random.default_rng(7)
-    delays = rng.choice([0, 0, 0, 15, 35, 80, 260], size=(2, 600))
-    local = [0, 0]
-    for step in range(600):
-        for s in (0, 1):
-            local[s] += 10
-            d = int(delays[s, step])
-            pol.observe_arrival(s, local[s] - d, d)
-            pol.observe_join(s, local[s] - d, d, 12 if d > 0 else 3, 30, d >= 80)
-    row = pol.maybe_adapt(6_000)
-    assert row is not None
-    pdfs = [np.bincount([delay_bin(int(d), 10) for d in delays[s]]).tolist() for s in (0, 1)]
-    ks = [pol.stats.ksync_estimates()[0], pol.stats.ksync_estimates()[1]]
-    maps = None if eq_sel else pol.evidence
-    gammas = [reference_gamma(pdfs, ks, maps, [500, 500], 10, 10, k)
-              for k in range(0, row["max_delay_ms"] + 10, 10)]
-    meeting = [i * 10 for i, g in enumerate(gammas)
-               if g >= row["instant_recall_target"] - 1e-9 and i * 10 <= row["max_delay_ms"]]
-    assert row["k_ms"] == (meeting[0] if meeting else row["max_delay_ms"] + 10)
+    _assert_smallest_literal_k(pol, 7, 10)
