@@ -105,3 +105,50 @@ def test_snapshot_roundtrip_and_bad_snapshots() -> None:
         LagHistograms.from_snapshot(cfg, {"counts": [np.zeros(2)]})
     with pytest.raises(ConfigError, match="decay"):
         CorrelationConfig((3, 3), B, decay=0.0)
+
+
+def _two_way(shrink: bool) -> LagHistograms:
+    return LagHistograms(CorrelationConfig((10, 10), B, shrink=shrink))
+
+
+def _one_delta(hist: LagHistograms, lags: np.ndarray) -> None:
+    """One Δ of feedback with lags A_{1,0} (units of b) and the step's aging."""
+    learn(hist, np.stack([np.zeros(lags.size), lags], axis=1), 10)
+    hist.age()
+
+
+def test_shrinkage_weight_is_the_least_squares_one() -> None:
+    """λ after two Δs equals the brute-force minimizer over [0, 1] of
+    ‖(1 − λ)·p + λ·U − q‖² (p: the histogram after the first Δ, q: the second Δ's)."""
+    rng = np.random.default_rng(7)
+    hist = _two_way(shrink=True)
+    first = rng.normal(2.0, 0.5, 3_000).clip(0.0, 9.99)
+    second = rng.normal(6.0, 2.0, 3_000).clip(0.0, 9.99)
+    _one_delta(hist, first)
+    _one_delta(hist, second)
+    # ℒ_1's buckets 10..19 hold the lags A_{1,0} ≥ 0
+    p = np.bincount(10 + np.floor(first).astype(int), minlength=20) / first.size
+    q = np.bincount(10 + np.floor(second).astype(int), minlength=20) / second.size
+    u = np.full(20, 1 / 20)
+    grid = np.linspace(0.0, 1.0, 100_001)
+    err = (((1 - grid)[:, None] * p + grid[:, None] * u - q) ** 2).sum(axis=1)
+    assert hist.shrinkage(1) == pytest.approx(grid[int(np.argmin(err))], abs=1e-4)
+
+
+def test_a_stable_histogram_is_not_shrunk_and_a_moving_one_is() -> None:
+    rng = np.random.default_rng(8)
+    stable, moving = _two_way(shrink=True), _two_way(shrink=True)
+    for step in range(8):
+        _one_delta(stable, rng.normal(3.0, 0.4, 2_000).clip(0.0, 9.99))
+        _one_delta(moving, rng.normal(1.0 + step % 2 * 7.0, 0.4, 2_000).clip(0.0, 9.99))
+    assert stable.shrinkage(1) < 0.05
+    assert moving.shrinkage(1) > 0.5
+    # shrunk scores keep mass everywhere; without shrink only the last Δs' peaks do
+    plain = _two_way(shrink=False)
+    for step in range(8):
+        _one_delta(plain, rng.normal(1.0 + step % 2 * 7.0, 0.4, 2_000).clip(0.0, 9.99))
+    flat = moving.scores(1, 0) / moving.scores(1, 0).sum()
+    peaked = plain.scores(1, 0) / plain.scores(1, 0).sum()
+    assert flat.max() < peaked.max() and flat.min() > 0.03 > peaked.min()
+    restored = LagHistograms.from_snapshot(moving.config, moving.snapshot())
+    assert restored.shrinkage(1) == pytest.approx(moving.shrinkage(1))

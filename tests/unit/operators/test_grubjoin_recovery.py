@@ -15,6 +15,7 @@ No real time is read: the clock is a counter the test moves.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.shedding.grubjoin.shedder import EMPTY_SHARE, GrubJoinShedder
@@ -120,3 +121,27 @@ def test_an_overhead_lump_does_not_floor_z_once_the_queue_is_empty() -> None:
     back = next(i for i, r in enumerate(rows) if i > lump[-1] and r is not None
                 and r["queue_drops"] == 0 and r["backlog_ms"] <= EMPTY_SHARE * bound)
     assert max(r["z"] for r in rows[back:back + 3] if r is not None) >= 0.99
+
+
+def test_the_wall_clock_learns_the_per_tuple_cost_in_comparisons() -> None:
+    """A machine where an admitted tuple costs 40 µs plus 8 ns per comparison: the
+    shedder's c_t (what the cost model charges per tuple, in comparisons) becomes
+    40e-6 / 8e-9 = 5,000 from the timed runs, whose comparisons per tuple differ."""
+    clock = _Clock()
+    sh = _shedder(clock)
+    rng = np.random.default_rng(11)
+    cfg = sh.config.shedding
+    for run in range(200):
+        n = int(rng.integers(5, 50))
+        nows = np.full(n, run * 10, dtype=np.int64)
+        kept = sh.admit_some(np.zeros(n, dtype=np.int64), nows)
+        assert kept is not None
+        k = int(np.count_nonzero(kept))
+        comparisons = rng.integers(0, 20_000, k).astype(np.float64)
+        clock.t += k * 40e-6 + comparisons.sum() * 8e-9
+        sh.charge_some(comparisons + cfg.tuple_cost + cfg.probe_cost, nows[kept])
+    sh.maybe_adapt(2_000)
+    assert sh.tuple_cost == pytest.approx(5_000, rel=0.01)
+    restored = GrubJoinShedder.from_snapshot(sh.config, sh.snapshot(),
+                                             PluginEnv(clock=clock, speedup=1.0))
+    assert restored.tuple_cost == sh.tuple_cost

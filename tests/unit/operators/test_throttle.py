@@ -9,14 +9,15 @@ import pytest
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.shedding.throttle import (
+    BUSY_CUT,
     JOIN_FLOOR,
-    QUEUE_GUARD,
     Z_MIN,
     Ceiling,
     CeilingConfig,
     JoinShare,
     Throttle,
     ThrottleConfig,
+    load_beta,
 )
 
 
@@ -136,28 +137,41 @@ def test_join_share_measures_the_join_against_what_is_left_for_it() -> None:
     # rate still charges (0.5·2 + 0) / (0.5·5 + 5) per second → 0.667 s of 5
     beta, h = share.reading(_reading(3.0, 1.0, 0.0), 5000)
     assert h == pytest.approx((3.0 - 1.0 / 7.5 * 5.0) / 1.0)
-    # queue drops cut β (the paper's consumed / pushed); the lag cap caps both, down to
-    # the join's floor share (JOIN_FLOOR of the 3 s available: 1.5 s for a 2.5 s join)
-    beta, h = JoinShare().reading(_reading(3.0, 0.5, 0.0, consumed=80), 5000)
-    assert beta == pytest.approx(0.8) and h == pytest.approx(6.0)
+    # queue drops at a busy join cut β (the paper's consumed / pushed); the lag cap caps
+    # both, down to the join's floor share (JOIN_FLOOR of the 3 s available: 1.5 s for a 2.5 s join)
+    beta, h = JoinShare().reading(_reading(3.0, 2.7, 0.0, consumed=80), 5000)
+    assert beta == pytest.approx(0.8) and h == pytest.approx(3.0 / 2.7)
     beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, lag_cap=0.25), 5000)
     assert beta == h == pytest.approx(JOIN_FLOOR * 3.0 / 2.5)
     beta, h = JoinShare().reading(_reading(3.0, 2.5, 0.0, lag_cap=0.9), 5000)
     assert beta == h == pytest.approx(0.9)
 
 
-def test_queue_drops_cut_z_until_the_join_is_too_small_to_explain_them() -> None:
-    """The paper's consumed / pushed, except that the queue no longer cuts once the join
-    spends less than QUEUE_GUARD of the available time (the spiral guard)."""
-    # half dropped, the join 2.5 s of 3 s: the paper's 0.5
+def test_queue_drops_cut_z_only_while_the_join_is_busy() -> None:
+    """The paper's consumed / pushed, taken only when the join was busy at least
+    BUSY_CUT of what is left for it (load_beta: drops at an idle server are bursts)."""
+    # half dropped, the join 2.5 s of 3 s (busy 0.83 ≥ BUSY_CUT): the paper's 0.5
     beta, _ = JoinShare().reading(_reading(3.0, 3.0, 0.5, consumed=50), 5000)
     assert beta == pytest.approx(0.5)
-    # 90 % dropped while the join spends 0.6 s of 3 s: cut only to 0.1 · 3 / 0.6 = 0.5
+    # 90 % dropped while the join spends 0.6 s of 3 s: bursts, no cut
     beta, _ = JoinShare().reading(_reading(3.0, 3.0, 2.4, consumed=10), 5000)
-    assert beta == pytest.approx(QUEUE_GUARD * 3.0 / 0.6)
-    # the join at 0.2 s of 3 s (under the guard share): drops cut nothing
-    beta, _ = JoinShare().reading(_reading(3.0, 3.0, 2.8, consumed=10), 5000)
     assert beta == 1.0
+
+
+@pytest.mark.parametrize(
+    ("beta_q", "headroom", "want"),
+    [
+        (0.5, 1.0, 0.5),                  # busy at the target: the paper's cut
+        (0.5, 1.0 / BUSY_CUT, 0.5),       # exactly at the threshold: cut
+        (0.5, 1.0 / BUSY_CUT + 0.01, 1.0),  # just under it: bursts, no cut
+        (0.5, 10.0, 1.0),                 # idle server: no cut
+        (0.5, math.inf, 1.0),             # nothing spent: no cut
+        (0.5, 0.0, 0.5),                  # no headroom at all: cut
+        (1.0, 0.5, 1.0),                  # nothing dropped: nothing to cut
+    ],
+)
+def test_load_beta_cuts_only_under_load(beta_q: float, headroom: float, want: float) -> None:
+    assert load_beta(beta_q, headroom) == pytest.approx(want)
 
 
 def test_join_keeps_its_floor_share_when_the_fixed_work_alone_exceeds_the_budget() -> None:

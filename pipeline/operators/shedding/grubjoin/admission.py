@@ -30,8 +30,16 @@ the probe share of :func:`~pipeline.operators.shedding.grubjoin.share.probe_shar
 Where the paper's problem has a solution at a = 1 we keep it (GrubJoin as published:
 every tuple admitted; on the small grids of the tests, trading a few percent of the
 tuples for one more window per position models more output but makes the throttle
-cycle). Otherwise — the collapse regime — we solve the joint problem with one admitted
-fraction a for every stream (uniform random admission):
+cycle) — unless the full join at its largest feasible a, tail drop's point, models more
+than :data:`ADMIT_MARGIN` × its output (:func:`_or_dropping`). That happens where the
+per-tuple cost c_t is a large share of the budget and the windows are about equally
+productive: with uniform lags, scanning a share f of the windows at a = 1 yields f of
+the output at cost c_t·Σλ + f·X, the full join at a yields a² of it at cost
+a·c_t·Σλ + a²·X (X the full scan cost), and at equal cost a² > f as soon as
+c_t·Σλ·(1 − a) > 0. On the wall clock c_t is measured (thousands of comparisons' worth
+per tuple, :mod:`~pipeline.operators.shedding.wall_fit`). Otherwise — the collapse
+regime — we solve the joint problem with one admitted fraction a for every stream
+(uniform random admission):
 for each a of a geometric grid (:data:`LEVELS`, from 1 down) the paper's problem on the
 scaled model at the budget B (``configure``, exact for m ≤ 3; with nothing feasible, the
 cheapest productive harvest and those at 2·z_a, 4·z_a, …) gives candidate harvests; each
@@ -57,7 +65,8 @@ from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel, IntA
 from pipeline.operators.shedding.grubjoin.greedy import Heuristic, Solver, configure
 from pipeline.operators.shedding.grubjoin.share import MIN_SHARE, cheapest_productive, probe_share
 
-__all__ = ["ADMIT_MARGIN", "LEVELS", "Joint", "choose", "joint_cost", "joint_output", "scaled"]
+__all__ = ["ADMIT_MARGIN", "GRID", "LEVELS", "Joint", "choose", "joint_cost", "joint_output",
+           "scaled"]
 
 #: the admitted fractions tried, from 1 down (geometric, ratio ≈ 0.75)
 LEVELS = tuple(float(v) for v in np.round(0.75 ** np.arange(17), 4))
@@ -236,6 +245,22 @@ def _exhaustive(model: HarvestModel, budget: float) -> Joint | None:
     return best
 
 
+def _or_dropping(model: HarvestModel, budget: float, paper: Joint, margin: float
+                 ) -> Joint:
+    """The paper's harvest at full admission, or the full join at its largest feasible
+    admitted fraction — what tail drop in front of the full join achieves — when that
+    models more than ``margin`` × its output (the per-tuple cost dominates)."""
+    full_counts = model.max_counts()
+    a, share = _best_admission(model, full_counts, budget)
+    if share <= 0.0 or a >= 1.0:
+        return paper
+    out = joint_output(model, a, full_counts, share)
+    if out <= margin * paper.output:
+        return paper
+    return Joint(np.full(model.m, a), full_counts, share,
+                 joint_cost(model, a, full_counts, share), out)
+
+
 def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
            solver: Solver = "auto", levels: tuple[float, ...] = LEVELS,
            margin: float = ADMIT_MARGIN) -> Joint:
@@ -248,8 +273,9 @@ def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
     if full > 0.0:  # the paper's harvest fits at full admission: GrubJoin as published
         counts = configure(model, min(1.0, budget / full), heuristic, solver)
         if counts.any():
-            return Joint(np.ones(model.m), counts, 1.0, joint_cost(model, 1.0, counts, 1.0),
-                         joint_output(model, 1.0, counts, 1.0))
+            paper = Joint(np.ones(model.m), counts, 1.0, joint_cost(model, 1.0, counts, 1.0),
+                          joint_output(model, 1.0, counts, 1.0))
+            return _or_dropping(model, budget, paper, margin)
     best: Joint | None = None
     full_counts = model.max_counts()
     cands: list[tuple[IntArray, float, float]] = []

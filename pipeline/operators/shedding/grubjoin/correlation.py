@@ -21,6 +21,21 @@ Scores p^k_{i,j} (logical basic window k of W_l, l = r_{i,j}, lag A_{i,l} ∈ b�
 Aging (the paper gives none): every adaptation step multiplies all counts by ``decay``
 (default 0.5, i.e. a half-life of one Δ), so a lag that changes mid-stream dominates the
 histogram again within about two adaptation periods.
+
+Shrinkage (ours, ``shrink``; the wall-clock job turns it on). The paper assumes the lags
+are stable; where they are not (players of two teams meet at any lag, and where they meet
+moves from one Δ to the next), a histogram learned over the last Δs is confident about
+windows that the next Δ does not favour, and a harvest of "the best windows" finds less
+than a uniform one would. Each ℒ_i is therefore used as
+
+    ℒ̃_i = (1 − λ_i)·ℒ_i + λ_i·U_i          (U_i uniform over ℒ_i's buckets),
+
+with λ_i chosen by how well the histogram predicted the Δ that followed it: with p the
+normalized histogram the Δ's decisions used and q the normalized counts the Δ observed,
+the λ minimizing ‖(1 − λ)·p + λ·U − q‖² is ⟨q − p, U − p⟩ / ‖U − p‖². Numerator and
+denominator are summed over Δs (aged by :data:`SHRINK_DECAY`) and λ_i is their ratio,
+clipped to [0, 1]. q's sampling noise has zero mean, so a stable histogram keeps λ near 0;
+a histogram whose peaks move gets λ near 1.
 """
 
 from __future__ import annotations
@@ -34,6 +49,10 @@ from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.join.plan import ProbeFeedback
 from pipeline.operators.shedding.costmodel import FloatArray
 
+#: aging per adaptation step of the shrinkage's sums (module docstring): slower than the
+#: histograms', since one Δ's λ is noisy
+SHRINK_DECAY = 0.8
+
 
 @dataclass(frozen=True)
 class CorrelationConfig:
@@ -42,6 +61,8 @@ class CorrelationConfig:
     n_windows: tuple[int, ...]
     basic_window_ms: int
     decay: float = 0.5
+    #: shrink each histogram toward uniform by its measured predictive power (ours)
+    shrink: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 < self.decay <= 1.0:
@@ -70,6 +91,9 @@ class LagHistograms:
         self.config = config
         n = config.n_windows
         self.counts = [np.zeros(n[i] + n[0], dtype=np.float64) for i in range(len(n))]
+        #: shrinkage: this Δ's counts, and per ℒ_i the aged sums ⟨q − p, U − p⟩, ‖U − p‖²
+        self.fresh = [np.zeros_like(c) for c in self.counts]
+        self.shrink_sums = np.zeros((len(n), 2), dtype=np.float64)
 
     def edges(self, i: int) -> FloatArray:
         """Bucket edges of ℒ_i in basic-window units: −n_i .. n_0."""
@@ -86,16 +110,52 @@ class LagHistograms:
                 ni = self.config.n_windows[l]
                 k = min(cnt.shape[0], ni)
                 # A_{l,0} ∈ (−(k+1)b, −kb]: bucket index n_l − 1 − k
-                self.counts[l][ni - 1 - np.arange(k)] += cnt[:k]
+                at, h = ni - 1 - np.arange(k), l
             elif l == 0:
                 ni = self.config.n_windows[i]
                 k = min(cnt.shape[0], n0)
-                self.counts[i][ni + np.arange(k)] += cnt[:k]
+                at, h = ni + np.arange(k), i
+            else:
+                continue
+            self.counts[h][at] += cnt[:k]
+            self.fresh[h][at] += cnt[:k]
 
     def age(self) -> None:
-        """Exponential forgetting, applied once per adaptation step."""
-        for c in self.counts:
+        """Exponential forgetting, applied once per adaptation step (with ``shrink``,
+        after scoring the Δ's histograms against what it observed)."""
+        if self.config.shrink:
+            self._score_prediction()
+        for c, f in zip(self.counts, self.fresh, strict=True):
             c *= self.config.decay
+            f[:] = 0.0
+
+    def _score_prediction(self) -> None:
+        """Add this Δ's ⟨q − p, U − p⟩ and ‖U − p‖² per ℒ_i (module docstring)."""
+        self.shrink_sums *= SHRINK_DECAY
+        for i, (c, f) in enumerate(zip(self.counts, self.fresh, strict=True)):
+            prev = c - f
+            n_prev, n_now = float(prev.sum()), float(f.sum())
+            if n_prev <= 0.0 or n_now <= 0.0:
+                continue
+            p, q = prev / n_prev, f / n_now
+            d = 1.0 / c.shape[0] - p
+            self.shrink_sums[i] += (float(np.dot(q - p, d)), float(np.dot(d, d)))
+
+    def shrinkage(self, i: int) -> float:
+        """λ_i ∈ [0, 1] (0 without ``shrink`` or before any Δ was scored)."""
+        num, den = (float(v) for v in self.shrink_sums[i])
+        if not self.config.shrink or den <= 0.0:
+            return 0.0
+        return float(min(1.0, max(0.0, num / den)))
+
+    def _dist(self, i: int) -> FloatArray:
+        """ℒ̃_i: ℒ_i normalized and shrunk toward uniform by λ_i (zero if empty)."""
+        c = self.counts[i]
+        total = float(c.sum())
+        if total <= 0.0:
+            return c
+        lam = self.shrinkage(i)
+        return (1.0 - lam) * (c / total) + lam / c.shape[0]
 
     def learned(self, i: int) -> bool:
         return i == 0 or float(self.counts[i].sum()) > 0.0
@@ -113,24 +173,27 @@ class LagHistograms:
         if i == 0:
             if not self.learned(l):
                 return flat
-            p = interval_mass(self.counts[l], self.edges(l), -(k + 1), -k)  # Eq. (2)
+            p = interval_mass(self._dist(l), self.edges(l), -(k + 1), -k)  # Eq. (2)
         elif l == 0:
             if not self.learned(i):
                 return flat
-            p = interval_mass(self.counts[i], self.edges(i), k, k + 1)
+            p = interval_mass(self._dist(i), self.edges(i), k, k + 1)
         else:
             if not (self.learned(i) and self.learned(l)):
                 return flat
-            hl = self.counts[l]
+            weight = self._dist(l)
             el = self.edges(l)
             mids = (el[:-1] + el[1:]) / 2.0
-            weight = hl / hl.sum()
             lo = k[:, None] + mids[None, :]
-            p = interval_mass(self.counts[i], self.edges(i), lo, lo + 1.0) @ weight  # Eq. (4)
+            p = interval_mass(self._dist(i), self.edges(i), lo, lo + 1.0) @ weight  # Eq. (4)
         return p
 
     def snapshot(self) -> dict[str, Any]:
-        return {"counts": [c.copy() for c in self.counts]}
+        snap: dict[str, Any] = {"counts": [c.copy() for c in self.counts]}
+        if self.config.shrink:
+            snap["fresh"] = [f.copy() for f in self.fresh]
+            snap["shrink_sums"] = self.shrink_sums.copy()
+        return snap
 
     @classmethod
     def from_snapshot(cls, config: CorrelationConfig, snap: dict[str, Any]) -> LagHistograms:
@@ -145,4 +208,8 @@ class LagHistograms:
                     f"lag histograms: snapshot shape {arr.shape} != {mine.shape}"
                 )
             mine[:] = arr
+        if "fresh" in snap:
+            for mine, theirs in zip(obj.fresh, snap["fresh"], strict=True):
+                mine[:] = np.asarray(theirs, dtype=np.float64)
+            obj.shrink_sums[:] = np.asarray(snap["shrink_sums"], dtype=np.float64)
         return obj

@@ -24,7 +24,12 @@ the configuration in force uses (anti-windup, :mod:`~pipeline.operators.shedding
 the cheapest configuration that overflowed the input queue under near-target load is
 remembered (:class:`~pipeline.operators.shedding.throttle.Ceiling`): later configurations cost at
 most ``margin`` × its cost under each step's model, so under steady overload the
-controller settles below it and the load-induced queue drops stop.
+controller settles below it and the load-induced queue drops stop. The queue's drops cut
+z only while its server is busy (:func:`~pipeline.operators.shedding.throttle.load_beta`:
+drops at an idle server are bursts). On the wall clock the per-tuple cost c_t the model
+charges is measured (:meth:`GrubJoinShedder._tuple_cost`), and each lag histogram is
+shrunk toward uniform by how well it predicted the next Δ
+(:class:`~pipeline.operators.shedding.grubjoin.correlation.LagHistograms`).
 """
 
 from __future__ import annotations
@@ -72,7 +77,9 @@ from pipeline.operators.shedding.throttle import (
     JoinShare,
     Throttle,
     ThrottleConfig,
+    load_beta,
 )
+from pipeline.operators.shedding.wall_fit import WallCostFit
 
 if TYPE_CHECKING:
     from pipeline.operators.config import EngineConfig
@@ -83,8 +90,12 @@ DECAY = 0.5
 REORDER = True
 #: the wall queue counts as empty below this share of its bound (ours, _queue_empty)
 EMPTY_SHARE = 0.1
+#: aging factor per adaptation step of the wall clock's seconds-per-tuple fit
+#: (ours, _tuple_cost): slower than the histograms', so the fit keeps runs of earlier
+#: configurations, whose comparisons per tuple differ, and can separate a from b
+FIT_DECAY = 0.8
 
-__all__ = ["DECAY", "EMPTY_SHARE", "REORDER", "GrubJoinShedder"]
+__all__ = ["DECAY", "EMPTY_SHARE", "FIT_DECAY", "REORDER", "GrubJoinShedder"]
 
 
 def _plan_to_data(plan: ProbePlan) -> dict[str, Any]:
@@ -130,7 +141,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.ceiling = Ceiling(CeilingConfig())
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
-        self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY))
+        self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY,
+                                                     shrink=sh.budget == "wall"))
         #: indexed cost model (ours, fitted to the batched indexed probe) iff the join
         #: runs its sorted indexes
         self.indexed = join.index and getattr(join.predicate, "kind", None) in (
@@ -159,6 +171,10 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.admit_rng = np.random.default_rng([sh.seed, 1])
         #: the admitted fraction in force when the ceiling was learned
         self.ceiling_admit = 1.0
+        #: wall clock (ours): seconds per tuple and per comparison of the timed runs, and
+        #: the fixed cost per tuple c_t in comparisons the model uses (_tuple_cost)
+        self.wall_fit = WallCostFit()
+        self.tuple_cost = sh.tuple_cost
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
@@ -221,6 +237,15 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
 
     def charge(self, cost: float, now: int) -> None:
         self.budget.charge(cost, now)
+        queue = self.budget.queue()
+        if queue is not None:
+            self.wall_fit.observe(1.0, self._comparisons(cost), queue.last_took)
+
+    def _comparisons(self, cost: float) -> float:
+        """The comparisons in a tuple's charged cost (the engine adds c_t, and c_p if it
+        probed)."""
+        sh = self.config.shedding
+        return max(0.0, cost - sh.tuple_cost - sh.probe_cost) if cost > sh.tuple_cost else 0.0
 
     def admit_some(self, streams: np.ndarray, nows: np.ndarray) -> np.ndarray | None:
         """Ours (the engine's batch path): the tuples of a run the wall queue admits, as
@@ -244,6 +269,28 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         queue = self.budget.queue()
         assert queue is not None, "charge_some follows an admit_some that returned a mask"
         self.service_ms = queue_charge_run(queue, costs, nows, self.last_before)
+        n = int(costs.shape[0])
+        if n:
+            sh = self.config.shedding
+            x = np.where(costs > sh.tuple_cost, costs - sh.tuple_cost - sh.probe_cost, 0.0)
+            self.wall_fit.observe(float(n), float(np.maximum(x, 0.0).sum()),
+                                  queue.last_took * n)
+
+    def _tuple_cost(self) -> float:
+        """c_t in comparisons (the model's unit). Virtual CPU: ``tuple_cost`` as
+        configured. Wall clock (ours): a/b of the seconds-per-tuple fit
+        (:class:`~pipeline.operators.shedding.wall_fit.WallCostFit`) — what an admitted
+        tuple costs besides its comparisons, which decides between admitting fewer tuples
+        and harvesting less (admission.py) — never below the configured value; the last
+        learned value while the runs do not determine the fit."""
+        sh = self.config.shedding
+        if self.budget.queue() is None:
+            return sh.tuple_cost
+        solved = self.wall_fit.solve()
+        if solved is not None:
+            a, b = solved
+            self.tuple_cost = max(sh.tuple_cost, a / b)
+        return self.tuple_cost
 
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
@@ -261,6 +308,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             if self._queue_empty(reading):
                 beta, headroom = max(beta, 1.0), max(headroom, 1.0)
             reading = dataclasses.replace(reading, beta=beta, headroom=headroom)
+        else:  # the virtual CPU: drops cut z only under load (throttle.load_beta)
+            reading = dataclasses.replace(reading, beta=load_beta(reading.beta,
+                                                                  reading.headroom))
         # the z level the configuration in force uses (anti-windup, throttle docstring)
         z_old = self.throttle.z
         used = z_old if self.z_used is None else self.z_used
@@ -274,7 +324,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                 self.admit_fraction)  # the windows hold the admitted tuples
             model, scores = build_model(rates, self.config.windows,
                                         self.stats.selectivity(seg), score_fn,
-                                        sh.tuple_cost, previous, indexed=self.indexed,
+                                        self._tuple_cost(), previous, indexed=self.indexed,
                                         window_cost=INDEX_WINDOW_COST,
                                         probe_cost=sh.probe_cost)
             self.z_model = self._model_fraction(model, z, z_old)
@@ -303,6 +353,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                               ).round(4).tolist()
         self.hist.age()
         self.stats.age()
+        self.wall_fit.age(FIT_DECAY)
         self.draws.reset()
         return self._row(now, z, reading, rates)
 
@@ -338,6 +389,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
             "probe_share": round(self.share, 6),
             "admit": [round(float(a), 6) for a in self.admit_fraction],
+            "tuple_cost": round(self.tuple_cost, 3),
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
             **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
@@ -459,6 +511,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "admit": self.admit_fraction.tolist(),
             "admit_rng": self.admit_rng.bit_generator.state,
             "ceiling_admit": self.ceiling_admit,
+            "wall_fit": self.wall_fit.snapshot(),
+            "tuple_cost": self.tuple_cost,
             **({} if self.extended is None else {
                 "extended": [_plan_to_data(p) for p in self.extended],
                 "extra": self.extra.tolist()}),
@@ -490,6 +544,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                 obj.admit_fraction = np.asarray(snap["admit"], dtype=np.float64)
                 obj.admit_rng.bit_generator.state = snap["admit_rng"]
                 obj.ceiling_admit = float(snap.get("ceiling_admit", 1.0))
+            if "wall_fit" in snap:
+                obj.wall_fit = WallCostFit.restore(snap["wall_fit"])
+                obj.tuple_cost = float(snap["tuple_cost"])
             if "extended" in snap:
                 obj.extended = tuple(_plan_from_data(p) for p in snap["extended"])
                 obj.extra = np.asarray(snap["extra"], dtype=np.float64)
