@@ -142,6 +142,9 @@ class SheddingConfig:
     partial_window: bool = False
     seed: int = 0
     tuple_cost: float = 1.0
+    #: GrubJoin on the wall budget: c_t learned from the timed runs, ``tuple_cost`` its
+    #: floor (ours, wall_fit.py)
+    learn_tuple_cost: bool = False
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = 0.0
     utilization: float = 0.8

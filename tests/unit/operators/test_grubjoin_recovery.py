@@ -41,11 +41,11 @@ class _Clock:
         return self.t
 
 
-def _shedder(clock: _Clock) -> GrubJoinShedder:
+def _shedder(clock: _Clock, **extra: object) -> GrubJoinShedder:
     spec = make_spec(3, "band", [10_000] * 3, shedding={
         "mode": "grubjoin", "budget": "wall", "basic_window_ms": 1_000,
         "adapt_interval_ms": DELTA_MS, "utilization": 0.6, "learn": False,
-        "shred_rate": 0.0})
+        "shred_rate": 0.0, **extra})
     return GrubJoinShedder(resolve_engine(spec), PluginEnv(clock=clock, speedup=1.0))
 
 
@@ -124,11 +124,13 @@ def test_an_overhead_lump_does_not_floor_z_once_the_queue_is_empty() -> None:
 
 
 def test_the_wall_clock_learns_the_per_tuple_cost_in_comparisons() -> None:
-    """A machine where an admitted tuple costs 40 µs plus 8 ns per comparison: the
-    shedder's c_t (what the cost model charges per tuple, in comparisons) becomes
-    40e-6 / 8e-9 = 5,000 from the timed runs, whose comparisons per tuple differ."""
+    """With ``learn_tuple_cost``, on a machine where an admitted tuple costs 40 µs
+    plus 8 ns per comparison: the shedder's c_t (what the cost model charges per
+    tuple, in comparisons) becomes 40e-6 / 8e-9 = 5,000 from the timed runs, whose
+    comparisons per tuple differ."""
     clock = _Clock()
-    sh = _shedder(clock)
+    sh = _shedder(clock, learn_tuple_cost=True)
+    off = _shedder(clock)
     rng = np.random.default_rng(11)
     cfg = sh.config.shedding
     for run in range(200):
@@ -140,7 +142,11 @@ def test_the_wall_clock_learns_the_per_tuple_cost_in_comparisons() -> None:
         comparisons = rng.integers(0, 20_000, k).astype(np.float64)
         clock.t += k * 40e-6 + comparisons.sum() * 8e-9
         sh.charge_some(comparisons + cfg.tuple_cost + cfg.probe_cost, nows[kept])
+        if off.admit_some(np.zeros(n, dtype=np.int64), nows) is not None:
+            off.charge_some(np.ones(0), nows[:0])
     sh.maybe_adapt(2_000)
+    off.maybe_adapt(2_000)
+    assert off.tuple_cost == cfg.tuple_cost  # learn_tuple_cost off: as configured
     assert sh.tuple_cost == pytest.approx(5_000, rel=0.01)
     restored = GrubJoinShedder.from_snapshot(sh.config, sh.snapshot(),
                                              PluginEnv(clock=clock, speedup=1.0))

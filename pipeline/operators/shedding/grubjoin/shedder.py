@@ -27,8 +27,8 @@ most ``margin`` × its cost under each step's model, so under steady overload th
 controller settles below it and the load-induced queue drops stop. The queue's drops cut
 z only while its server is busy (:func:`~pipeline.operators.shedding.throttle.load_beta`:
 drops at an idle server are bursts). On the wall clock the per-tuple cost c_t the model
-charges is measured (:meth:`GrubJoinShedder._tuple_cost`), and each lag histogram is
-shrunk toward uniform by how well it predicted the next Δ
+charges can be measured (``learn_tuple_cost``, :meth:`GrubJoinShedder._tuple_cost`),
+and each lag histogram is shrunk toward uniform by how well it predicted the next Δ
 (:class:`~pipeline.operators.shedding.grubjoin.correlation.LagHistograms`).
 """
 
@@ -277,14 +277,15 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                                   queue.last_took * n)
 
     def _tuple_cost(self) -> float:
-        """c_t in comparisons (the model's unit). Virtual CPU: ``tuple_cost`` as
-        configured. Wall clock (ours): a/b of the seconds-per-tuple fit
+        """c_t in comparisons (the model's unit). Virtual CPU, or ``learn_tuple_cost``
+        off: ``tuple_cost`` as configured. Wall clock with ``learn_tuple_cost`` (ours):
+        a/b of the seconds-per-tuple fit
         (:class:`~pipeline.operators.shedding.wall_fit.WallCostFit`) — what an admitted
         tuple costs besides its comparisons, which decides between admitting fewer tuples
         and harvesting less (admission.py) — never below the configured value; the last
         learned value while the runs do not determine the fit."""
         sh = self.config.shedding
-        if self.budget.queue() is None:
+        if self.budget.queue() is None or not sh.learn_tuple_cost:
             return sh.tuple_cost
         solved = self.wall_fit.solve()
         if solved is not None:
