@@ -89,8 +89,8 @@ def test_choice_is_near_brute_force_and_never_below_tail_drop(
         1e-9 * got.output)
     paper = configure(model, z)
     if paper.any():  # the paper's harvest fits: kept unless dropping models > the margin
-        if a == 1.0:
-            assert got.share == 1.0 and (got.counts == paper).all()
+        if a == 1.0 and got.share == 1.0:
+            assert (got.counts == paper).all()
         else:
             assert (got.counts == model.max_counts()).all()
             assert got.output > ADMIT_MARGIN * joint_output(model, 1.0, paper, 1.0)

@@ -11,6 +11,7 @@ from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.shedding.throttle import (
     BUSY_CUT,
     JOIN_FLOOR,
+    QUEUE_GUARD,
     Z_MIN,
     Ceiling,
     CeilingConfig,
@@ -147,14 +148,17 @@ def test_join_share_measures_the_join_against_what_is_left_for_it() -> None:
     assert beta == h == pytest.approx(0.9)
 
 
-def test_queue_drops_cut_z_only_while_the_join_is_busy() -> None:
-    """The paper's consumed / pushed, taken only when the join was busy at least
-    BUSY_CUT of what is left for it (load_beta: drops at an idle server are bursts)."""
-    # half dropped, the join 2.5 s of 3 s (busy 0.83 ≥ BUSY_CUT): the paper's 0.5
+def test_queue_drops_cut_z_until_the_join_is_too_small_to_explain_them() -> None:
+    """The paper's consumed / pushed, except that the wall queue no longer cuts once the
+    join spends less than QUEUE_GUARD of the available time (the spiral guard)."""
+    # half dropped, the join 2.5 s of 3 s: the paper's 0.5
     beta, _ = JoinShare().reading(_reading(3.0, 3.0, 0.5, consumed=50), 5000)
     assert beta == pytest.approx(0.5)
-    # 90 % dropped while the join spends 0.6 s of 3 s: bursts, no cut
+    # 90 % dropped while the join spends 0.6 s of 3 s: cut only to 0.1 · 3 / 0.6 = 0.5
     beta, _ = JoinShare().reading(_reading(3.0, 3.0, 2.4, consumed=10), 5000)
+    assert beta == pytest.approx(QUEUE_GUARD * 3.0 / 0.6)
+    # the join at 0.2 s of 3 s (under the guard share): drops cut nothing
+    beta, _ = JoinShare().reading(_reading(3.0, 3.0, 2.8, consumed=10), 5000)
     assert beta == 1.0
 
 

@@ -247,12 +247,13 @@ def _exhaustive(model: HarvestModel, budget: float) -> Joint | None:
 
 def _or_dropping(model: HarvestModel, budget: float, paper: Joint, margin: float
                  ) -> Joint:
-    """The paper's harvest at full admission, or the full join at its largest feasible
-    admitted fraction — what tail drop in front of the full join achieves — when that
-    models more than ``margin`` × its output (the per-tuple cost dominates)."""
+    """The paper's harvest at full admission, or the full join at the admitted fraction
+    and probe share of most modelled output that fit the budget (tail drop's point, or
+    full windows on a share of the probes) when that models more than ``margin`` × its
+    output (the per-tuple or per-probe cost dominates)."""
     full_counts = model.max_counts()
     a, share = _best_admission(model, full_counts, budget)
-    if share <= 0.0 or a >= 1.0:
+    if share <= 0.0:
         return paper
     out = joint_output(model, a, full_counts, share)
     if out <= margin * paper.output:

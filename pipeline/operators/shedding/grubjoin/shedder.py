@@ -24,9 +24,10 @@ the configuration in force uses (anti-windup, :mod:`~pipeline.operators.shedding
 the cheapest configuration that overflowed the input queue under near-target load is
 remembered (:class:`~pipeline.operators.shedding.throttle.Ceiling`): later configurations cost at
 most ``margin`` × its cost under each step's model, so under steady overload the
-controller settles below it and the load-induced queue drops stop. The queue's drops cut
-z only while its server is busy (:func:`~pipeline.operators.shedding.throttle.load_beta`:
-drops at an idle server are bursts). On the wall clock the per-tuple cost c_t the model
+controller settles below it and the load-induced queue drops stop. On the virtual CPU the
+queue's drops cut z only while its server is busy
+(:func:`~pipeline.operators.shedding.throttle.load_beta`: drops at an idle server are
+bursts). On the wall clock the per-tuple cost c_t the model
 charges can be measured (``learn_tuple_cost``, :meth:`GrubJoinShedder._tuple_cost`),
 and each lag histogram is shrunk toward uniform by how well it predicted the next Δ
 (:class:`~pipeline.operators.shedding.grubjoin.correlation.LagHistograms`).
@@ -142,7 +143,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
         self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY,
-                                                     shrink=sh.budget == "wall"))
+                                                     shrink=False))
         #: indexed cost model (ours, fitted to the batched indexed probe) iff the join
         #: runs its sorted indexes
         self.indexed = join.index and getattr(join.predicate, "kind", None) in (
