@@ -143,7 +143,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         join = config.join_config()
         self.n_windows = tuple(join.n_basic(i) for i in range(config.m))
         self.hist = LagHistograms(CorrelationConfig(self.n_windows, sh.basic_window_ms, DECAY,
-                                                     shrink=False))
+                                                     shrink=sh.budget == "wall"))
         #: indexed cost model (ours, fitted to the batched indexed probe) iff the join
         #: runs its sorted indexes
         self.indexed = join.index and getattr(join.predicate, "kind", None) in (
