@@ -192,13 +192,20 @@ def _data_bytes(values: list[Any]) -> np.ndarray:
     """UTF-8 / binary bytes of each value of a column without nulls (0 for a value that
     is neither text nor bytes: fixed width)."""
     n = len(values)
-    first = values[0]
-    if isinstance(first, str) and all(isinstance(v, str) for v in values):
-        if "".join(values).isascii():  # one pass in C; then characters are bytes
+    try:  # a text column: one join in C tells whether characters are bytes
+        ascii_only = "".join(values).isascii()
+    except TypeError:
+        ascii_only = None
+    if ascii_only:
+        return np.fromiter(map(len, values), np.int64, n)
+    if ascii_only is None:
+        try:  # a binary column
+            b"".join(values)
             return np.fromiter(map(len, values), np.int64, n)
-        return np.fromiter((len(v.encode()) for v in values), np.int64, n)
+        except TypeError:
+            pass
     return np.fromiter((len(v.encode()) if isinstance(v, str)
-                        else len(v) if isinstance(v, bytes | bytearray | memoryview)
+                        else len(v) if isinstance(v, bytes | bytearray)
                         else 0 for v in values), np.int64, n)
 
 

@@ -135,6 +135,26 @@ ARROW_ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 ARROW_BYTES_KEY = "spark.sql.execution.arrow.maxBytesPerBatch"
 
 
+#: Spark's byte-size suffixes (``JavaUtils.byteStringAsBytes``), powers of 1024
+_BYTE_UNITS = {"b": 0, "k": 1, "kb": 1, "m": 2, "mb": 2, "g": 3, "gb": 3, "t": 4, "tb": 4,
+               "p": 5, "pb": 5}
+
+
+def spark_bytes(text: str) -> int:
+    """A Spark byte-size setting in bytes (a plain number is bytes); ConfigError naming
+    the value when it is none.
+
+    >>> spark_bytes("2147483647b"), spark_bytes("64m"), spark_bytes(" 4096 ")
+    (2147483647, 67108864, 4096)
+    """
+    raw = text.strip().lower()
+    digits = raw.rstrip("bkmgtp")
+    unit = raw[len(digits):] or "b"
+    if not digits.isdigit() or unit not in _BYTE_UNITS:
+        raise ConfigError(f"{ARROW_BYTES_KEY}: expected a byte size such as 64m, got {text!r}")
+    return int(digits) * 1024 ** _BYTE_UNITS[unit]
+
+
 def output_limits(max_records_per_batch: int, max_bytes_per_batch: int) -> tuple[int, int]:
     """Most rows and bytes of one output frame under Spark's Arrow batch settings: never
     more than :data:`MAX_OUTPUT_ROWS` / :data:`MAX_OUTPUT_BYTES`, nor more than Spark's

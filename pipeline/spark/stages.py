@@ -39,6 +39,7 @@ from pipeline.spark.processor import (
     JoinProcessor,
     ProcessorConfig,
     output_limits,
+    spark_bytes,
 )
 from pipeline.spark.results import result_value
 from pipeline.spark.route_log import RouteStore
@@ -238,8 +239,8 @@ def joined(rows: DataFrame, cfg: ProcessorConfig) -> DataFrame:
     :class:`JoinProcessor` per route key, whose output frames stay within the session's
     Arrow batch settings (:func:`~pipeline.spark.processor.output_limits`)."""
     conf = rows.sparkSession.conf
-    max_rows, max_bytes = output_limits(int(conf.get(ARROW_ROWS_KEY, "10000") or 0),
-                                        int(conf.get(ARROW_BYTES_KEY, "0") or 0))
+    max_rows, max_bytes = output_limits(int(conf.get(ARROW_ROWS_KEY) or 0),
+                                        spark_bytes(conf.get(ARROW_BYTES_KEY) or "0"))
     cfg = replace(cfg, max_output_rows=max_rows, max_output_bytes=max_bytes)
     return rows.groupBy("route_key").transformWithStateInPandas(
         JoinProcessor(cfg), OUTPUT_DDL, "Append", "ProcessingTime")
