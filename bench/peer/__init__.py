@@ -28,7 +28,9 @@ Parts (``--only`` runs some of them and merges them into the existing ``peer.jso
 * ``overhead`` — near-empty micro-batches: 2 tuples/s per stream of the equi workload,
   published in real time with a 1 s trigger; ``batch_overhead_ms`` is the median
   duration of the batches with input (the first three left out), with Spark's
-  ``durationMs`` breakdown; alternated, best of the repeats.
+  ``durationMs`` breakdown, the state operators' commit / update / removal time
+  (``state_ms_p50``) and the median of the no-data batches that ran meanwhile
+  (``empty_batch_ms_p50``); alternated, best of the repeats.
 * ``streaming`` — per workload, the drain input replayed in real time at the built-in
   join's measured capacity (1×): p50/p99 result latency of both methods over the steady
   span (20–90 % of the completions).

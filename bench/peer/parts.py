@@ -13,6 +13,8 @@ from bench.peer.runs import (
     FLOOR,
     HARVEST,
     METHODS,
+    STATE_TIMES,
+    Batch,
     QueryRun,
     keyed_stage_tasks,
     overlap,
@@ -136,6 +138,26 @@ def _overhead_workload(ws: dict[str, Workload], seconds: float) -> Workload:
                     OVERHEAD_RATE, slack, frozenset())
 
 
+def _overhead_row(run: QueryRun, fed: list[Batch]) -> dict[str, Any]:
+    """Medians of the near-empty batches ``fed``: duration, rows, Spark's phases and the
+    state operators' times; and the duration of the batches without input that ran
+    meanwhile (processing-time timers: a no-data batch every trigger)."""
+    phases = sorted({k for b in fed for k in b.phases})
+    first = fed[0].batch_id
+    empty = [b.ms for b in run.batches if b.input_rows == 0 and b.batch_id > first]
+    return {
+        "batch_ms_p50": statistics.median(b.ms for b in fed),
+        "rows_per_batch_p50": statistics.median(b.input_rows for b in fed),
+        "batches": len(fed),
+        "phases_ms_p50": {k: statistics.median(b.phases.get(k, 0.0) for b in fed)
+                          for k in phases},
+        "state_ms_p50": {k: statistics.median(b.state.get(k, 0.0) for b in fed)
+                         for k in STATE_TIMES.values()},
+        "empty_batch_ms_p50": statistics.median(empty) if empty else None,
+        "empty_batches": len(empty),
+        "load_avg": list(run.load)}
+
+
 def overhead_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
                   seconds: float) -> dict[str, Any]:
     """Median duration of near-empty micro-batches per method, best of ``reps``."""
@@ -148,14 +170,7 @@ def overhead_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
             fed = [b for b in run.batches if b.input_rows > 0][OVERHEAD_SKIP:]
             if not fed:
                 continue
-            phases = sorted({k for b in fed for k in b.phases})
-            detail[method].append({
-                "batch_ms_p50": statistics.median(b.ms for b in fed),
-                "rows_per_batch_p50": statistics.median(b.input_rows for b in fed),
-                "batches": len(fed),
-                "phases_ms_p50": {k: statistics.median(b.phases.get(k, 0.0) for b in fed)
-                                  for k in phases},
-                "load_avg": list(run.load)})
+            detail[method].append(_overhead_row(run, fed))
             print(f"[bench peer] overhead {method}: median batch "
                   f"{detail[method][-1]['batch_ms_p50']:.0f} ms over {len(fed)} batches, "
                   f"load {run.load}", flush=True)

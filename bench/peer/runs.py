@@ -51,6 +51,9 @@ class Batch:
     ms: float
     phases: dict[str, float]
     start_ms: float
+    #: the state operators' time, summed over operators (``stateOperators``:
+    #: ``commitTimeMs``, ``allUpdatesTimeMs``, ``allRemovalsTimeMs``), ms
+    state: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -116,7 +119,21 @@ def _batch(p: Any) -> Batch:
     results = int(out["results"]) if out is not None else 0
     phases = {str(k): float(v) for k, v in (p.durationMs or {}).items()}
     return Batch(int(p.batchId), int(p.numInputRows), results, float(p.batchDuration), phases,
-                 _start_ms(p.timestamp))
+                 _start_ms(p.timestamp), _state_ms(p))
+
+
+#: the state operators' timings of a progress event, as :attr:`Batch.state` names them
+STATE_TIMES = {"commitTimeMs": "commit", "allUpdatesTimeMs": "updates",
+               "allRemovalsTimeMs": "removals"}
+
+
+def _state_ms(p: Any) -> dict[str, float]:
+    """Commit, update and removal time of the batch's state operators, summed (ms)."""
+    out = dict.fromkeys(STATE_TIMES.values(), 0.0)
+    for op in p.stateOperators or []:
+        for attr, name in STATE_TIMES.items():
+            out[name] += float(getattr(op, attr, 0) or 0)
+    return out
 
 
 def drive(query: Any, run: QueryRun, *, expect_rows: int, flush_ms: int | None,

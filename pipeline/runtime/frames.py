@@ -179,20 +179,81 @@ def output_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 #: record batch, and one batch of a drain's results (millions of rows) overran the JVM's
 #: Arrow allocator (issue 29); Spark's own input batches default to 10,000 rows
 MAX_OUTPUT_ROWS = 10_000
+#: most bytes of one output frame as an Arrow record batch (:func:`row_bytes`): 10,000
+#: result rows with large payloads would still make one batch of gigabytes
+MAX_OUTPUT_BYTES = 16 << 20
+#: Arrow bytes of one value of any column besides its string / binary data, rounded up:
+#: 8 bytes of a long or double (or a 4-byte offset) and a validity bit (each buffer's
+#: padding, at most 64 bytes per buffer and batch, is not counted)
+FIXED_VALUE_BYTES = 9
 
 
-def bounded(frames: Sequence[pd.DataFrame], max_rows: int = MAX_OUTPUT_ROWS
-            ) -> list[pd.DataFrame]:
-    """``frames`` cut into consecutive slices of at most ``max_rows`` rows (same rows, same
-    order; empty frames dropped)."""
+def _data_bytes(values: list[Any]) -> np.ndarray:
+    """UTF-8 / binary bytes of each value of a column without nulls (0 for a value that
+    is neither text nor bytes: fixed width)."""
+    n = len(values)
+    try:  # a text column: one join in C tells whether characters are bytes
+        ascii_only = "".join(values).isascii()
+    except TypeError:
+        ascii_only = None
+    if ascii_only:
+        return np.fromiter(map(len, values), np.int64, n)
+    if ascii_only is None:
+        try:  # a binary column
+            b"".join(values)
+            return np.fromiter(map(len, values), np.int64, n)
+        except TypeError:
+            pass
+    return np.fromiter((len(v.encode()) if isinstance(v, str)
+                        else len(v) if isinstance(v, bytes | bytearray)
+                        else 0 for v in values), np.int64, n)
+
+
+def row_bytes(frame: pd.DataFrame) -> np.ndarray:
+    """An upper bound of the bytes each row of ``frame`` takes in an Arrow record batch:
+    :data:`FIXED_VALUE_BYTES` per column plus the UTF-8 / binary data of its text and
+    bytes values."""
+    out = np.full(len(frame), FIXED_VALUE_BYTES * frame.shape[1], np.int64)
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype != object:
+            continue
+        present = col.notna().to_numpy()
+        if present.all():
+            out += _data_bytes(col.tolist())
+        elif present.any():
+            out[present] += _data_bytes(col[present].tolist())
+    return out
+
+
+def cuts(sizes: np.ndarray, max_rows: int, max_bytes: int) -> list[tuple[int, int]]:
+    """Consecutive ``[start, stop)`` slices covering rows of ``sizes`` bytes, greedily as
+    long as each holds at most ``max_rows`` rows and ``max_bytes`` bytes; a row larger
+    than ``max_bytes`` gets a slice of its own."""
+    n = len(sizes)
+    ends = np.cumsum(sizes)
+    out: list[tuple[int, int]] = []
+    start, base = 0, 0
+    while start < n:
+        stop = int(np.searchsorted(ends, base + max_bytes, side="right"))
+        stop = min(max(stop, start + 1), start + max_rows, n)
+        out.append((start, stop))
+        base = int(ends[stop - 1])
+        start = stop
+    return out
+
+
+def bounded(frames: Sequence[pd.DataFrame], max_rows: int = MAX_OUTPUT_ROWS,
+            max_bytes: int = MAX_OUTPUT_BYTES) -> list[pd.DataFrame]:
+    """``frames`` cut into consecutive slices of at most ``max_rows`` rows and
+    ``max_bytes`` bytes as Arrow batches (:func:`row_bytes`; a single larger row alone):
+    same rows, same order; empty frames dropped."""
     out: list[pd.DataFrame] = []
     for f in frames:
-        n = len(f)
-        if n <= max_rows:
-            if n:
-                out.append(f)
+        if not len(f):
             continue
-        out += [f.iloc[i:i + max_rows] for i in range(0, n, max_rows)]
+        slices = cuts(row_bytes(f), max_rows, max_bytes)
+        out += [f] if len(slices) == 1 else [f.iloc[a:b] for a, b in slices]
     return out
 
 
@@ -227,7 +288,7 @@ def result_frame(results: list[JoinResult], instance: str, emit_ms: int,
                     "id": [r.id for r in results],
                     "result_time": [r.result_time for r in results], "members": texts,
                     "emit_time": [emit_ms] * n, "payload": payloads})
-    return pd.DataFrame({c: columns[c] if columns[c] is not None else [None] * n
+    return pd.DataFrame({c: columns[c] if columns[c] is not None else np.empty(n, object)
                          for c in OUTPUT_COLUMNS})
 
 

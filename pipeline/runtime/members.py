@@ -110,18 +110,25 @@ class MemberStore:
     def members_texts(self, results: Sequence[JoinResult]) -> list[str]:
         """:meth:`members_json` of each result as JSON text (``json.dumps`` of it, byte
         for byte), formatted directly: the per-result dicts and the encoder cost ~10 µs a
-        result, as much as the rest of an admitted tuple's unsheddable work (issue 28)."""
+        result, as much as the rest of an admitted tuple's unsheddable work (issue 28).
+        Each member's text is formatted once per call and reused by every result that
+        holds it (a tuple of a band or equi join is in many results: issue 29)."""
         names: dict[str, str] = {}
+        texts: list[dict[int, str]] = [{} for _ in self.info]
         out = []
         for r in results:
             parts = []
             for k, m in enumerate(r.members):
-                name = names.get(m.stream)
-                if name is None:
-                    name = names[m.stream] = json.dumps(m.stream)
-                partition, offset = self.coordinates(k, m.seq)
-                parts.append(f'{{"stream": {name}, "seq": {m.seq}, "event_time": '
-                             f'{m.event_time}, "partition": {partition}, "offset": {offset}}}')
+                text = texts[k].get(m.seq)
+                if text is None:
+                    name = names.get(m.stream)
+                    if name is None:
+                        name = names[m.stream] = json.dumps(m.stream)
+                    partition, offset = self.coordinates(k, m.seq)
+                    text = texts[k][m.seq] = (
+                        f'{{"stream": {name}, "seq": {m.seq}, "event_time": '
+                        f'{m.event_time}, "partition": {partition}, "offset": {offset}}}')
+                parts.append(text)
             out.append("[" + ", ".join(parts) + "]")
         return out
 

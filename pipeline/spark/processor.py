@@ -62,7 +62,13 @@ from pipeline.core.errors import ConfigError, HarvestError, OperatorStateError
 from pipeline.core.logging import get_logger
 from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.placement import instance_of
-from pipeline.runtime.frames import DEADLETTER_KEY, bounded, dead_letter_frame
+from pipeline.runtime.frames import (
+    DEADLETTER_KEY,
+    MAX_OUTPUT_BYTES,
+    MAX_OUTPUT_ROWS,
+    bounded,
+    dead_letter_frame,
+)
 from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.runtime.persistence import PieceKey
 from pipeline.spark.route_log import BATCH_ID_PROPERTY, RouteStore, running_batch
@@ -118,6 +124,52 @@ class ProcessorConfig:
     #: adaptive ATR: the checkpoint's routing state files (ownership follows the batch's
     #: epoch log; each key's usage after the batch goes back for the next batch's loads)
     routes: RouteStore | None = None
+    #: most rows and bytes of one output frame, each read by Spark as one Arrow batch
+    #: (:func:`output_limits` of the session's Arrow settings)
+    max_output_rows: int = MAX_OUTPUT_ROWS
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+
+
+#: Spark's Arrow batch settings (``maxBytesPerBatch``: unset is Int.MaxValue)
+ARROW_ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+ARROW_BYTES_KEY = "spark.sql.execution.arrow.maxBytesPerBatch"
+
+
+#: Spark's byte-size suffixes (``JavaUtils.byteStringAsBytes``), powers of 1024
+_BYTE_UNITS = {"b": 0, "k": 1, "kb": 1, "m": 2, "mb": 2, "g": 3, "gb": 3, "t": 4, "tb": 4,
+               "p": 5, "pb": 5}
+
+
+def spark_bytes(text: str) -> int:
+    """A Spark byte-size setting in bytes (a plain number is bytes); ConfigError naming
+    the value when it is none.
+
+    >>> spark_bytes("2147483647b"), spark_bytes("64m"), spark_bytes(" 4096 ")
+    (2147483647, 67108864, 4096)
+    """
+    raw = text.strip().lower()
+    digits = raw.rstrip("bkmgtp")
+    unit = raw[len(digits):] or "b"
+    if not digits.isdigit() or unit not in _BYTE_UNITS:
+        raise ConfigError(f"{ARROW_BYTES_KEY}: expected a byte size such as 64m, got {text!r}")
+    return int(digits) * 1024 ** _BYTE_UNITS[unit]
+
+
+def output_limits(max_records_per_batch: int, max_bytes_per_batch: int) -> tuple[int, int]:
+    """Most rows and bytes of one output frame under Spark's Arrow batch settings: never
+    more than :data:`MAX_OUTPUT_ROWS` / :data:`MAX_OUTPUT_BYTES`, nor more than Spark's
+    own limits (a limit ≤ 0 is none, as in Spark).
+
+    >>> output_limits(100_000, 2**31 - 1)
+    (10000, 16777216)
+    >>> output_limits(500, 1 << 20)
+    (500, 1048576)
+    """
+    rows = min(MAX_OUTPUT_ROWS, max_records_per_batch) if max_records_per_batch > 0 \
+        else MAX_OUTPUT_ROWS
+    size = min(MAX_OUTPUT_BYTES, max_bytes_per_batch) if max_bytes_per_batch > 0 \
+        else MAX_OUTPUT_BYTES
+    return rows, size
 
 
 @dataclass(frozen=True)
@@ -288,6 +340,10 @@ class JoinProcessor(StatefulProcessor):
         (:mod:`pipeline.diffusion.placement`; with the instance numbers as keys, itself)."""
         return instance_of(int(key[0]), self.config.instance.router.groups)
 
+    def _bounded(self, frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+        """``frames`` cut to the configured rows and bytes per output frame."""
+        return bounded(frames, self.config.max_output_rows, self.config.max_output_bytes)
+
     # ------------------------------------------------------------------ callbacks
     def handleInputRows(  # noqa: N802 - Spark API name
         self, key: Any, rows: Iterator[pd.DataFrame],
@@ -298,7 +354,7 @@ class JoinProcessor(StatefulProcessor):
             return
         if int(key[0]) == DEADLETTER_KEY:  # rejected input: no state, no timer
             for f in frames:
-                yield from bounded([dead_letter_frame(f)])
+                yield from self._bounded([dead_letter_frame(f)])
             return
         route_key = self._instance(key)
         t0 = time.perf_counter()
@@ -325,7 +381,7 @@ class JoinProcessor(StatefulProcessor):
                  save_s=round(time.perf_counter() - t2, 3),
                  written_mb=round(saved.bytes_written / 1e6, 3),
                  pieces_written=saved.pieces_written, pieces_removed=saved.pieces_removed)
-        yield from bounded(out)
+        yield from self._bounded(out)
 
     def handleExpiredTimer(  # noqa: N802 - Spark API name
         self, key: Any, timerValues: TimerValues,
@@ -346,7 +402,7 @@ class JoinProcessor(StatefulProcessor):
         self._record_usage(inst, batch)
         inst.meta["flush_timer"] = False
         self._save(inst, version)
-        yield from bounded(out)
+        yield from self._bounded(out)
 
     def close(self) -> None:
         return None

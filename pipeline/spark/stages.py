@@ -18,7 +18,7 @@ Passthrough mode replaces envelope → encode by :class:`PassthroughConfig`'s re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -33,7 +33,14 @@ from pipeline.spark.decode import DecodeConfig, decode, kafka_source
 from pipeline.spark.exactly_once import BatchWriter, ExactlyOnceConfig, start_exactly_once_sink
 from pipeline.spark.inputs import decode_inputs, payload_column
 from pipeline.spark.placement import checkpoint_placement
-from pipeline.spark.processor import JoinProcessor, ProcessorConfig
+from pipeline.spark.processor import (
+    ARROW_BYTES_KEY,
+    ARROW_ROWS_KEY,
+    JoinProcessor,
+    ProcessorConfig,
+    output_limits,
+    spark_bytes,
+)
 from pipeline.spark.results import result_value
 from pipeline.spark.route_log import RouteStore
 from pipeline.spark.routing import routed
@@ -229,7 +236,12 @@ def route(spark: SparkSession, env: DataFrame, cfg: RouteConfig) -> DataFrame:
 # ---------------------------------------------------------------------- join
 def joined(rows: DataFrame, cfg: ProcessorConfig) -> DataFrame:
     """Routed rows → the processor's output rows (:data:`OUTPUT_DDL`), one
-    :class:`JoinProcessor` per route key."""
+    :class:`JoinProcessor` per route key, whose output frames stay within the session's
+    Arrow batch settings (:func:`~pipeline.spark.processor.output_limits`)."""
+    conf = rows.sparkSession.conf
+    max_rows, max_bytes = output_limits(int(conf.get(ARROW_ROWS_KEY) or 0),
+                                        spark_bytes(conf.get(ARROW_BYTES_KEY) or "0"))
+    cfg = replace(cfg, max_output_rows=max_rows, max_output_bytes=max_bytes)
     return rows.groupBy("route_key").transformWithStateInPandas(
         JoinProcessor(cfg), OUTPUT_DDL, "Append", "ProcessingTime")
 

@@ -50,6 +50,20 @@ def test_busy_time_counts_batches_with_input_or_results() -> None:
     assert [b.batch_id for b in run_.busy] == [1, 3]
 
 
+def test_overhead_row_splits_the_state_time_and_the_empty_batches() -> None:
+    from bench.peer.parts import _overhead_row
+
+    batches = [Batch(0, 6, 0, 900.0, {"addBatch": 800.0}, 0.0, {"commit": 200.0}),
+               Batch(1, 0, 0, 500.0, {}, 1.0),
+               Batch(2, 4, 1, 700.0, {"addBatch": 600.0}, 2.0,
+                     {"commit": 100.0, "updates": 50.0}),
+               Batch(3, 0, 0, 300.0, {}, 3.0)]
+    row = _overhead_row(QueryRun("harvest", batches=batches), [batches[0], batches[2]])
+    assert row["batch_ms_p50"] == 800.0 and row["phases_ms_p50"] == {"addBatch": 700.0}
+    assert row["state_ms_p50"] == {"commit": 150.0, "updates": 25.0, "removals": 0.0}
+    assert row["empty_batch_ms_p50"] == 400.0 and row["empty_batches"] == 2
+
+
 def _band(segment_ms: int) -> Workload:
     records = [{"stream": s, "seq": i, "event_time": i * 100, "arrival_time": i * 100,
                 "value": 0.0} for i in range(600) for s in ("s1", "s2", "s3")]

@@ -3,6 +3,7 @@ built per row, member-store entries added with ``MemberStore.add`` one tuple at 
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -149,3 +150,77 @@ def test_bounded_frames_keep_every_row_in_order(sizes: list[int], max_rows: int)
     assert all(0 < len(f) <= max_rows for f in out)
     got = np.concatenate([f["id"].to_numpy() for f in out]) if out else np.empty(0)
     assert got.tolist() == list(range(sum(sizes)))
+
+
+def _greedy_cuts(sizes: list[int], max_rows: int, max_bytes: int) -> list[tuple[int, int]]:
+    """The cut points, one row at a time: a frame takes the next row while it stays within
+    both limits (an empty frame always takes it)."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    while start < len(sizes):
+        stop, total = start, 0
+        while stop < len(sizes) and stop - start < max_rows and (
+                stop == start or total + sizes[stop] <= max_bytes):
+            total += sizes[stop]
+            stop += 1
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 300), max_size=40), st.integers(1, 9), st.integers(1, 700))
+def test_cuts_equal_row_by_row_greedy_cuts(sizes: list[int], max_rows: int,
+                                           max_bytes: int) -> None:
+    from pipeline.runtime.frames import cuts
+
+    assert cuts(np.array(sizes, np.int64), max_rows, max_bytes) == \
+        _greedy_cuts(sizes, max_rows, max_bytes)
+
+
+_TEXT = st.one_of(st.none(), st.text(max_size=30))
+_BYTES = st.one_of(st.none(), st.binary(max_size=60))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_TEXT, _BYTES, st.integers(-5, 5)), max_size=30),
+       st.integers(1, 12), st.integers(1, 800))
+def test_bounded_frames_stay_within_rows_and_arrow_bytes(
+        rows: list[tuple[str | None, bytes | None, int]], max_rows: int, max_bytes: int
+) -> None:
+    """Every row kept, in order; each frame within ``max_rows`` rows and, unless it is a
+    single row, ``max_bytes`` bytes — counted by :func:`row_bytes`, which is at least what
+    Arrow makes of the frame (non-ASCII text counted in UTF-8 bytes)."""
+    import pyarrow as pa
+
+    from pipeline.runtime.frames import bounded, row_bytes
+
+    frame = pd.DataFrame({"text": [r[0] for r in rows], "blob": [r[1] for r in rows],
+                          "n": [r[2] for r in rows]})
+    schema = pa.schema([("text", pa.string()), ("blob", pa.binary()), ("n", pa.int64())])
+    out = bounded([frame, frame.iloc[0:0]], max_rows, max_bytes)
+    assert pd.concat([frame.iloc[0:0], *out])["n"].tolist() == frame["n"].tolist()
+    assert [(f["text"].tolist(), f["blob"].tolist()) for f in out] == [
+        (frame["text"].iloc[a:b].tolist(), frame["blob"].iloc[a:b].tolist())
+        for a, b in itertools.pairwise(np.cumsum([0, *[len(f) for f in out]]))]
+    for f in out:
+        size = int(row_bytes(f).sum())
+        assert 0 < len(f) <= max_rows and (size <= max_bytes or len(f) == 1)
+        arrow = pa.RecordBatch.from_pandas(f, schema=schema, preserve_index=False)
+        assert arrow.nbytes <= size
+
+
+def test_result_frames_are_cut_by_bytes_when_payloads_are_large() -> None:
+    """10 results with 1 MB payloads each under a 3 MB bound: frames of 2 rows."""
+    from pipeline.operators.events import results_from_arrays
+    from pipeline.runtime.frames import bounded, result_frame, row_bytes
+
+    results = results_from_arrays(list(STREAMS), [(i, i, i) for i in range(10)],
+                                  [(5, 5, 5)] * 10)
+    store = MemberStore(STREAMS, (10**12,) * 3, payload=True)
+    for i, r in enumerate(results):
+        for k, m in enumerate(r.members):
+            store.add(k, m.seq, m.event_time, 0, i, bytes(350_000))
+    out = bounded([result_frame(results, "0", 1, store)], 10_000, 3_000_000)
+    assert [len(f) for f in out] == [2] * 5
+    assert all(1_050_000 * 2 <= row_bytes(f).sum() <= 3_000_000 for f in out)

@@ -151,3 +151,30 @@ def test_pieces_are_cut_in_parts_and_lose_the_extra_parts_when_they_shrink() -> 
         p._read_pieces(0)
     p._remove_piece((WINDOW_PIECE, 0, 7), 1)  # (part 0 is gone already)
     assert not p.pieces.exists()
+
+
+def test_output_frames_stay_within_the_configured_rows_and_bytes() -> None:
+    """Every frame the processor yields holds at most ``max_output_rows`` rows and
+    ``max_output_bytes`` bytes (a single larger row alone), and the results are the
+    oracle's."""
+    from pipeline.runtime.frames import row_bytes
+
+    rows = sensor_rows(11)
+    sp = sensor_spec("band")
+    cfg = ProcessorConfig(InstanceConfig.from_spec(sp, SENSOR_ATTRS), max_output_rows=7,
+                          max_output_bytes=2_000)
+    p = JoinProcessor(cfg)
+    p.init(FakeStateHandle(FakeStateStore()))  # type: ignore[arg-type]
+    out = list(p.handleInputRows((0,), iter([batch_frame(rows)]), None))  # type: ignore[arg-type]
+    out += list(p.handleExpiredTimer((0,), None, None))  # type: ignore[arg-type]
+    assert len(out) > 3
+    for f in out:
+        size = int(row_bytes(f).sum())
+        assert 0 < len(f) <= 7 and (size <= 2_000 or len(f) == 1)
+    assert_same_results(_ids(out), oracle_ids(sp.join, rows))
+
+
+def test_output_limits_follow_sparks_arrow_settings() -> None:
+    assert proc.output_limits(100_000, 2**31 - 1) == (10_000, 16 << 20)
+    assert proc.output_limits(0, 0) == (10_000, 16 << 20)  # ≤ 0: no limit, as in Spark
+    assert proc.output_limits(2_000, 4 << 20) == (2_000, 4 << 20)
