@@ -94,7 +94,7 @@ def test_choice_is_near_brute_force_and_never_below_tail_drop(
         else:
             assert (got.counts == model.max_counts()).all()
             assert got.output > ADMIT_MARGIN * joint_output(model, 1.0, paper, 1.0)
-        slack = GRID[1] ** 2  # the full join's a is searched on GRID there
+        slack = GRID[1] ** m  # the full join's a is searched on GRID there (output ∝ a^m)
     else:
         best = _brute(model, budget)
         assert got.output >= (1 - TOLERANCE) * best
