@@ -36,8 +36,9 @@ per-tuple cost c_t is a large share of the budget and the windows are about equa
 productive: with uniform lags, scanning a share f of the windows at a = 1 yields f of
 the output at cost c_t·Σλ + f·X, the full join at a yields a² of it at cost
 a·c_t·Σλ + a²·X (X the full scan cost), and at equal cost a² > f as soon as
-c_t·Σλ·(1 − a) > 0. On the wall clock c_t is measured (thousands of comparisons' worth
-per tuple, :mod:`~pipeline.operators.shedding.wall_fit`). Otherwise — the collapse
+c_t·Σλ·(1 − a) > 0. c_t is ``tuple_cost`` as configured, or on the wall clock with
+``learn_tuple_cost`` fitted from the timed runs
+(:mod:`~pipeline.operators.shedding.wall_fit`). Otherwise — the collapse
 regime — we solve the joint problem with one admitted fraction a for every stream
 (uniform random admission):
 for each a of a geometric grid (:data:`LEVELS`, from 1 down) the paper's problem on the

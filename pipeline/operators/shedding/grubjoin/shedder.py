@@ -240,13 +240,18 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         self.budget.charge(cost, now)
         queue = self.budget.queue()
         if queue is not None:
-            self.wall_fit.observe(1.0, self._comparisons(cost), queue.last_took)
+            self._observe_fit(np.array([cost]), queue.last_took)
 
-    def _comparisons(self, cost: float) -> float:
-        """The comparisons in a tuple's charged cost (the engine adds c_t, and c_p if it
-        probed)."""
+    def _observe_fit(self, costs: np.ndarray, seconds: float) -> None:
+        """One timed run for the c_t fit (``learn_tuple_cost`` only): its tuples, the
+        comparisons in their charged costs (the engine adds c_t, and c_p if it probed)
+        and the ``seconds`` it took."""
         sh = self.config.shedding
-        return max(0.0, cost - sh.tuple_cost - sh.probe_cost) if cost > sh.tuple_cost else 0.0
+        if not sh.learn_tuple_cost or costs.shape[0] == 0:
+            return
+        x = np.where(costs > sh.tuple_cost, costs - sh.tuple_cost - sh.probe_cost, 0.0)
+        self.wall_fit.observe(float(costs.shape[0]), float(np.maximum(x, 0.0).sum()),
+                              seconds)
 
     def admit_some(self, streams: np.ndarray, nows: np.ndarray) -> np.ndarray | None:
         """Ours (the engine's batch path): the tuples of a run the wall queue admits, as
@@ -270,12 +275,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         queue = self.budget.queue()
         assert queue is not None, "charge_some follows an admit_some that returned a mask"
         self.service_ms = queue_charge_run(queue, costs, nows, self.last_before)
-        n = int(costs.shape[0])
-        if n:
-            sh = self.config.shedding
-            x = np.where(costs > sh.tuple_cost, costs - sh.tuple_cost - sh.probe_cost, 0.0)
-            self.wall_fit.observe(float(n), float(np.maximum(x, 0.0).sum()),
-                                  queue.last_took * n)
+        self._observe_fit(costs, queue.last_took * costs.shape[0])
 
     def _tuple_cost(self) -> float:
         """c_t in comparisons (the model's unit). Virtual CPU, or ``learn_tuple_cost``
