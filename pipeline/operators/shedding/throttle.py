@@ -214,11 +214,9 @@ def load_beta(beta_q: float, headroom: float) -> float:
     10 % utilization, docs/NOTES.md). Below the threshold the drops cut nothing; the
     headroom cap still bounds the boosts (:class:`Throttle`). Used for the virtual CPU;
     the wall clock keeps :meth:`JoinShare._queue_beta`."""
-    if beta_q >= 1.0:
+    if beta_q >= 1.0 or headroom <= 0.0:
         return beta_q
-    busy = 1.0 / headroom if headroom > 0.0 and math.isfinite(headroom) else (
-        1.0 if headroom <= 0.0 else 0.0)
-    return beta_q if busy >= BUSY_CUT else 1.0
+    return beta_q if 1.0 / headroom >= BUSY_CUT else 1.0
 
 
 class JoinShare:
