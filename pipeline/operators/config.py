@@ -145,6 +145,9 @@ class SheddingConfig:
     #: GrubJoin on the wall budget: c_t learned from the timed runs, ``tuple_cost`` its
     #: floor (ours, wall_fit.py)
     learn_tuple_cost: bool = False
+    #: GrubJoin: harvested outputs scaled by the realized / modelled results of each
+    #: kind of configuration before the choice (ours, calibration.py)
+    calibrate_output: bool = True
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = 0.0
     utilization: float = 0.8

@@ -244,6 +244,15 @@ class PlansRuns(ABC):
         side effect: the engine asks ``plan`` tuple by tuple."""
 
 
+class ObservesOutput(ABC):
+    """A :class:`Shedder` told how many results the join produced for its admitted
+    tuples (ours, issue 28: GrubJoin calibrates its modelled output by them)."""
+
+    @abstractmethod
+    def observe_output(self, results: int) -> None:
+        """``results`` more results were produced (after a tuple or a run)."""
+
+
 class NeverPlans(ABC):  # noqa: B024 (a declared ability without methods)
     """A :class:`Shedder` whose ``plan`` is always None (full scans, default order): the
     engine does not ask."""

@@ -26,6 +26,7 @@ from pipeline.operators.contract import (
     AdmitsRuns,
     DropsFromRuns,
     NeverPlans,
+    ObservesOutput,
     ObservesRuns,
     PlansRuns,
     Shedder,
@@ -70,6 +71,8 @@ class JoinStep:
         self._charge_run = shedder.charge_run if isinstance(shedder, AdmitsRuns) else None
         self._plan_run = shedder.plan_run if isinstance(shedder, PlansRuns) else None
         self._plans = not isinstance(shedder, NeverPlans)
+        self._observe_output = (shedder.observe_output if isinstance(shedder, ObservesOutput)
+                                else None)
         #: phase timer of the run path (ours, issue 28; None = off)
         self.profile: PhaseProfile | None = None
         #: whether released runs are joined at once (else tuple by tuple)
@@ -111,6 +114,8 @@ class JoinStep:
         stats.results += res.count
         if res.count:
             self._results.append((res.seqs, res.tss))
+            if self._observe_output is not None:
+                self._observe_output(res.count)
 
     # ------------------------------------------------------------------ a run
     def run(self, items: Released | Sequence[Tagged], nows: I64 | int) -> None:
@@ -215,6 +220,9 @@ class JoinStep:
         stats.checks += out.checks
         self.pairs_evaluated += out.evaluated
         stats.cost = float(np.cumsum(np.concatenate(([stats.cost], costs)))[-1])  # in order
-        stats.results += int(out.count.sum())
+        found = int(out.count.sum())
+        stats.results += found
         if out.seqs.shape[0]:
             self._results.append((out.seqs, out.tss))
+        if found and self._observe_output is not None:
+            self._observe_output(found)

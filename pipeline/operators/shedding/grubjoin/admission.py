@@ -246,18 +246,25 @@ def _exhaustive(model: HarvestModel, budget: float) -> Joint | None:
     return best
 
 
-def _or_dropping(model: HarvestModel, budget: float, paper: Joint, margin: float
-                 ) -> Joint:
+def _score(model: HarvestModel, joint: Joint, weight: float) -> float:
+    """The modelled output a choice is ranked by: a harvest's (some z_{i,j} < 1) scaled
+    by the calibration ``weight`` (calibration.py), a full scan's as is."""
+    harvested = bool(np.any(joint.counts < model.max_counts()))
+    return joint.output * (weight if harvested else 1.0)
+
+
+def _or_dropping(model: HarvestModel, budget: float, paper: Joint, margin: float,
+                 weight: float = 1.0) -> Joint:
     """The paper's harvest at full admission, or the full join at the admitted fraction
     and probe share of most modelled output that fit the budget (tail drop's point, or
     full windows on a share of the probes) when that models more than ``margin`` × its
-    output (the per-tuple or per-probe cost dominates)."""
+    output (the per-tuple or per-probe cost dominates), harvests weighted by ``weight``."""
     full_counts = model.max_counts()
     a, share = _best_admission(model, full_counts, budget)
     if share <= 0.0:
         return paper
     out = joint_output(model, a, full_counts, share)
-    if out <= margin * paper.output:
+    if out <= margin * _score(model, paper, weight):
         return paper
     return Joint(np.full(model.m, a), full_counts, share,
                  joint_cost(model, a, full_counts, share), out)
@@ -265,19 +272,21 @@ def _or_dropping(model: HarvestModel, budget: float, paper: Joint, margin: float
 
 def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
            solver: Solver = "auto", levels: tuple[float, ...] = LEVELS,
-           margin: float = ADMIT_MARGIN) -> Joint:
+           margin: float = ADMIT_MARGIN, harvest_weight: float = 1.0) -> Joint:
     """The paper's harvest at full admission when one fits ``budget``; else the admitted
     fraction and harvest of most modelled output within it (module docstring), where a
-    choice with a < 1 must beat the best full-admission one by ``margin``. With nothing
-    feasible even at the smallest level: that level's cheapest productive configuration
-    at the smallest probe share."""
+    choice with a < 1 must beat the best full-admission one by ``margin``. Harvests are
+    ranked by their modelled output × ``harvest_weight`` (realized over modelled results
+    of harvests relative to full scans, :mod:`~pipeline.operators.shedding.grubjoin.
+    calibration`; 1 = the model as is). With nothing feasible even at the smallest
+    level: that level's cheapest productive configuration at the smallest probe share."""
     full = model.full_cost()
     if full > 0.0:  # the paper's harvest fits at full admission: GrubJoin as published
         counts = configure(model, min(1.0, budget / full), heuristic, solver)
         if counts.any():
             paper = Joint(np.ones(model.m), counts, 1.0, joint_cost(model, 1.0, counts, 1.0),
                           joint_output(model, 1.0, counts, 1.0))
-            return _or_dropping(model, budget, paper, margin)
+            return _or_dropping(model, budget, paper, margin, harvest_weight)
     best: Joint | None = None
     full_counts = model.max_counts()
     cands: list[tuple[IntArray, float, float]] = []
@@ -287,6 +296,7 @@ def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
             cands.append((full_counts, 1.0, a))
             break  # the full join fits: a lower a only loses output
     tried: set[bytes] = set()
+    best_score = -1.0
     for counts, _, _ in cands:
         key = counts.tobytes()
         if key in tried:  # the same harvest found at several levels: a_max is the same
@@ -295,16 +305,17 @@ def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
         a_max, share = _best_admission(model, counts, budget)
         if share <= 0.0:
             continue
-        out = joint_output(model, a_max, counts, share)
+        got = Joint(np.full(model.m, a_max), counts, share,
+                    joint_cost(model, a_max, counts, share),
+                    joint_output(model, a_max, counts, share))
+        score = _score(model, got, harvest_weight)
         if best is not None and best.admit[0] >= 1.0 and a_max < 1.0:
-            out /= margin  # full admission wins unless dropping gains > the margin
-        if best is None or out > best.output:
-            best = Joint(np.full(model.m, a_max), counts, share,
-                         joint_cost(model, a_max, counts, share),
-                         joint_output(model, a_max, counts, share))
+            score /= margin  # full admission wins unless dropping gains > the margin
+        if best is None or score > best_score:
+            best, best_score = got, _score(model, got, harvest_weight)
     exact = _exhaustive(model, budget)
-    if exact is not None and (best is None or exact.output / (
-            margin if best.admit[0] >= 1.0 > exact.admit[0] else 1.0) > best.output):
+    if exact is not None and (best is None or _score(model, exact, harvest_weight) / (
+            margin if best.admit[0] >= 1.0 > exact.admit[0] else 1.0) > best_score):
         best = exact
     if best is None:
         a = levels[-1]

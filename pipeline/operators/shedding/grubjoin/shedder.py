@@ -44,7 +44,13 @@ from pipeline.core.errors import ConfigError
 from pipeline.operators.budget.factory import make_queue_budget, restore_shedder
 from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
 from pipeline.operators.budget.reading import BudgetReading
-from pipeline.operators.contract import DropsFromRuns, PlansRuns, PluginEnv, WallAccount
+from pipeline.operators.contract import (
+    DropsFromRuns,
+    ObservesOutput,
+    PlansRuns,
+    PluginEnv,
+    WallAccount,
+)
 from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run import INDEX_WINDOW_COST
@@ -55,6 +61,12 @@ from pipeline.operators.shedding.grubjoin.admission import (
     joint_cost,
     joint_output,
     scaled,
+)
+from pipeline.operators.shedding.grubjoin.calibration import DECAY as CALIBRATION_DECAY
+from pipeline.operators.shedding.grubjoin.calibration import (
+    CalibrationConfig,
+    OutputCalibration,
+    kind_of,
 )
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.shedding.grubjoin.directions import expected_terms, paper_fractions
@@ -111,7 +123,7 @@ def _plan_from_data(data: dict[str, Any]) -> ProbePlan:
     return ProbePlan(order=order, windows=windows)
 
 
-class GrubJoinShedder(DropsFromRuns, PlansRuns):
+class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
     """Runtime GrubJoin shedder; ``snapshot()``/``from_snapshot()`` restore it exactly."""
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
@@ -176,6 +188,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         #: the fixed cost per tuple c_t in comparisons the model uses (_tuple_cost)
         self.wall_fit = WallCostFit()
         self.tuple_cost = sh.tuple_cost
+        #: realized / modelled output per kind of configuration (ours, calibration.py)
+        self.calibration = OutputCalibration(
+            CalibrationConfig(CALIBRATION_DECAY, max(config.windows)))
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
@@ -294,6 +309,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             self.tuple_cost = max(sh.tuple_cost, a / b)
         return self.tuple_cost
 
+    def observe_output(self, results: int) -> None:
+        self.calibration.observe(results)
+
     def observe_probe(self, feedback: ProbeFeedback) -> None:
         if self.config.shedding.learn:
             self.hist.observe(feedback)
@@ -318,6 +336,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
         used = z_old if self.z_used is None else self.z_used
         rates = self.stats.rates(sh.adapt_interval_ms)
         z = self.throttle.update(reading.beta, reading.headroom, used)
+        self.calibration.close(now, sh.adapt_interval_ms)
         if rates.sum() > 0:
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
@@ -336,6 +355,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
                 self.z_model = cap
             joint = self._choose(model)
             counts, share, admit = joint.counts, joint.share, float(joint.admit[0])
+            self.calibration.install(kind_of(counts, model.max_counts()), joint.output, now)
             if capped and self.in_force is not None:
                 # below the learned ceiling z follows the cost of what is installed,
                 # relative to the configuration in force (same model): no wind-up
@@ -370,7 +390,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             self.pending_extra = got.extra
             return Joint(np.ones(model.m), got.counts, 1.0, got.cost, got.output)
         if sh.join_direction:
-            return choose(model, budget, sh.heuristic, sh.solver)
+            weight = self.calibration.weight() if sh.calibrate_output else 1.0
+            return choose(model, budget, sh.heuristic, sh.solver, harvest_weight=weight)
         counts, share = same_fraction(model, budget)
         return Joint(np.ones(model.m), counts, share, joint_cost(model, 1.0, counts, share),
                      joint_output(model, 1.0, counts, share))
@@ -392,6 +413,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "probe_share": round(self.share, 6),
             "admit": [round(float(a), 6) for a in self.admit_fraction],
             "tuple_cost": round(self.tuple_cost, 3),
+            "harvest_weight": round(self.calibration.weight(), 4),
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
             **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
@@ -515,6 +537,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             "ceiling_admit": self.ceiling_admit,
             "wall_fit": self.wall_fit.snapshot(),
             "tuple_cost": self.tuple_cost,
+            "calibration": self.calibration.snapshot(),
             **({} if self.extended is None else {
                 "extended": [_plan_to_data(p) for p in self.extended],
                 "extra": self.extra.tolist()}),
@@ -549,6 +572,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns):
             if "wall_fit" in snap:
                 obj.wall_fit = WallCostFit.restore(snap["wall_fit"])
                 obj.tuple_cost = float(snap["tuple_cost"])
+            if "calibration" in snap:
+                obj.calibration = OutputCalibration.restore(obj.calibration.config,
+                                                            snap["calibration"])
             if "extended" in snap:
                 obj.extended = tuple(_plan_from_data(p) for p in snap["extended"])
                 obj.extra = np.asarray(snap["extra"], dtype=np.float64)
