@@ -1,6 +1,6 @@
 """The model's output calibrated by the results the join realizes (ours; issue 28).
 
-GrubJoin's cost model (§IV-C; digest §1.6–1.7) predicts the output O({z}) of a
+GrubJoin's cost model (§IV-C, Eqs. (1)–(4)) predicts the output O({z}) of a
 configuration from estimated selectivities and lag histograms, and the solver installs
 the configuration whose *estimate* is largest. A harvest (some z_{i,j} < 1) keeps the
 basic windows whose scores are highest, so the estimate it is chosen by is biased upward
