@@ -20,10 +20,13 @@ from pyspark.sql import functions as sf
 from pyspark.sql.avro.functions import from_avro, to_avro
 
 from pipeline.core.errors import ConfigError
+from pipeline.spec.model import JobSpec
 
 HEADER_LEN = 10
 MAGIC = b"\xc3\x01"
 ENVELOPE_KEYS = ("stream", "seq", "event_time", "arrival_time")
+#: ``[job] fetch_max_wait_ms``'s default (:func:`kafka_source`)
+FETCH_MAX_WAIT_MS: int = JobSpec.model_fields["fetch_max_wait_ms"].default
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,22 @@ def kafka_source(
     topics: tuple[str, ...],
     max_offsets_per_trigger: int | None,
     client_options: Mapping[str, str],
+    fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS,
 ) -> DataFrame:
-    """A streaming read of ``topics`` from the earliest offset (spark-sql-kafka)."""
+    """A streaming read of ``topics`` from the earliest offset (spark-sql-kafka).
+
+    ``fetch_max_wait_ms`` is the executors' consumers' ``fetch.max.wait.ms``. A task's
+    consumer returns the offset range the driver planned, and before it returns the
+    Kafka client sends the next fetch from the end of that range, which the broker holds
+    until a record arrives or ``fetch.max.wait.ms`` passes (Kafka's default: 500 ms).
+    The next micro-batch's task reuses the cached consumer and waits for that fetch
+    before it can send its own: near-empty micro-batches spent up to 500 ms per scan
+    task there (docs/NOTES.md, issue 29). A range that holds records is answered at
+    once whatever the setting, so a small value costs a backlog drain nothing."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.fetch.max.wait.ms", str(fetch_max_wait_ms))
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "false")
