@@ -105,14 +105,15 @@ def kafka_source(
 ) -> DataFrame:
     """A streaming read of ``topics`` from the earliest offset (spark-sql-kafka).
 
-    ``fetch_max_wait_ms`` is the executors' consumers' ``fetch.max.wait.ms``. A task's
-    consumer returns the offset range the driver planned, and before it returns the
-    Kafka client sends the next fetch from the end of that range, which the broker holds
-    until a record arrives or ``fetch.max.wait.ms`` passes (Kafka's default: 500 ms).
-    The next micro-batch's task reuses the cached consumer and waits for that fetch
-    before it can send its own: near-empty micro-batches spent up to 500 ms per scan
-    task there (docs/NOTES.md, issue 29). A range that holds records is answered at
-    once whatever the setting, so a small value costs a backlog drain nothing."""
+    ``fetch_max_wait_ms`` is the executors' consumers' ``fetch.max.wait.ms``: how long the
+    broker may hold a fetch that finds no new record (Kafka's default: 500 ms). Each
+    task's consumer, cached between micro-batches, leaves a fetch past its offset range
+    at the broker (the Kafka client sends the next fetch before it returns records, and
+    keeps one fetch per broker in flight), and a near-empty micro-batch's scan stage
+    waited about that long every batch: its span grew with the setting, ~100–180 ms at
+    10, ~340–365 ms at 250, 630–730 ms at 500 (docs/NOTES.md, issue 29). A range that
+    holds records is answered at once whatever the setting, so a backlog drain does not
+    depend on it."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
