@@ -107,7 +107,8 @@ def builtin_join_rows(spark: SparkSession, cfg: JobConfig, serde: AvroSerde,
     per_source = -(-limit // len(join.streams)) if limit is not None else None
     streams = []
     for i, (name, topic) in enumerate(zip(join.streams, cfg.input_topics, strict=True)):
-        raw = kafka_source(spark, cfg.bootstrap, (topic,), per_source, cfg.client_options)
+        raw = kafka_source(spark, cfg.bootstrap, (topic,), per_source, cfg.client_options,
+                           cfg.spec.job.fetch_max_wait_ms)
         valid = decode(raw, dcfg, valid_only=True)
         streams.append(_stream(valid, i, name, join.attribute, delay_ms,
                                join.epsilon if band else None))

@@ -20,10 +20,13 @@ from pyspark.sql import functions as sf
 from pyspark.sql.avro.functions import from_avro, to_avro
 
 from pipeline.core.errors import ConfigError
+from pipeline.spec.model import JobSpec
 
 HEADER_LEN = 10
 MAGIC = b"\xc3\x01"
 ENVELOPE_KEYS = ("stream", "seq", "event_time", "arrival_time")
+#: ``[job] fetch_max_wait_ms``'s default (:func:`kafka_source`)
+FETCH_MAX_WAIT_MS: int = JobSpec.model_fields["fetch_max_wait_ms"].default
 
 
 @dataclass(frozen=True)
@@ -98,11 +101,23 @@ def kafka_source(
     topics: tuple[str, ...],
     max_offsets_per_trigger: int | None,
     client_options: Mapping[str, str],
+    fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS,
 ) -> DataFrame:
-    """A streaming read of ``topics`` from the earliest offset (spark-sql-kafka)."""
+    """A streaming read of ``topics`` from the earliest offset (spark-sql-kafka).
+
+    ``fetch_max_wait_ms`` is the executors' consumers' ``fetch.max.wait.ms``: how long the
+    broker may hold a fetch that finds no new record (Kafka's default: 500 ms). Each
+    task's consumer, cached between micro-batches, leaves a fetch past its offset range
+    at the broker (the Kafka client sends the next fetch before it returns records, and
+    keeps one fetch per broker in flight), and a near-empty micro-batch's scan stage
+    waited about that long every batch: its span grew with the setting, ~100–180 ms at
+    10, ~340–365 ms at 250, 630–730 ms at 500 (docs/NOTES.md, issue 29). A range that
+    holds records is answered at once whatever the setting, so a backlog drain does not
+    depend on it."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.fetch.max.wait.ms", str(fetch_max_wait_ms))
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "false")

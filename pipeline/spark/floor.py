@@ -27,7 +27,8 @@ def start_read_floor(spark: SparkSession, cfg: JobConfig, serde: AvroSerde) -> S
     """Start the floor query on ``cfg``'s input topics (``[job] trigger_ms`` and
     ``max_offsets_per_trigger`` as the job's)."""
     raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics,
-                       cfg.spec.job.max_offsets_per_trigger, cfg.client_options)
+                       cfg.spec.job.max_offsets_per_trigger, cfg.client_options,
+                       cfg.spec.job.fetch_max_wait_ms)
     valid = decode(raw, decode_config(cfg, serde), valid_only=True)
     rows = valid.observe("out", (sf.count(sf.lit(1)) * sf.lit(0)).alias("results"),
                          sf.count(sf.lit(1)).alias("valid"))

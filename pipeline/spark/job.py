@@ -284,7 +284,8 @@ def job_stages(cfg: JobConfig, serde: AvroSerde,
     own_passthrough = dcfg is not None and cfg.mode == "passthrough"
     return JobStages(
         read=ReadConfig(cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
-                        cfg.client_options, cfg.spec.job.max_staleness_ms),
+                        cfg.client_options, cfg.spec.job.max_staleness_ms,
+                        cfg.spec.job.fetch_max_wait_ms),
         decode=DecodeStage(dcfg, cfg.plan),
         validate=_output_records(cfg, serde)[2],
         passthrough=(_passthrough_config(cfg, serde, dcfg)

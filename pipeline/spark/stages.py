@@ -29,7 +29,7 @@ from pyspark.sql.types import IntegerType
 from pipeline.diffusion.routing import RouterConfig
 from pipeline.runtime.frames import DEADLETTER_KEY, OUTPUT_DDL
 from pipeline.runtime.inputs import InputPlan
-from pipeline.spark.decode import DecodeConfig, decode, kafka_source
+from pipeline.spark.decode import FETCH_MAX_WAIT_MS, DecodeConfig, decode, kafka_source
 from pipeline.spark.exactly_once import BatchWriter, ExactlyOnceConfig, start_exactly_once_sink
 from pipeline.spark.inputs import decode_inputs, payload_column
 from pipeline.spark.placement import checkpoint_placement
@@ -73,13 +73,15 @@ class ReadConfig:
     client_options: Mapping[str, str]
     #: ``[job] max_staleness_ms`` (None: keep every record)
     max_staleness_ms: int | None = None
+    #: ``[job] fetch_max_wait_ms``: the source consumers' ``fetch.max.wait.ms``
+    fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS
 
 
 def read(spark: SparkSession, cfg: ReadConfig) -> DataFrame:
     """A streaming read of the input topics from the earliest offset, stale records
     dropped (:func:`fresh`)."""
     return fresh(kafka_source(spark, cfg.bootstrap, cfg.topics, cfg.max_offsets_per_trigger,
-                              cfg.client_options), cfg.max_staleness_ms)
+                              cfg.client_options, cfg.fetch_max_wait_ms), cfg.max_staleness_ms)
 
 
 def fresh(raw: DataFrame, max_staleness_ms: int | None) -> DataFrame:

@@ -236,6 +236,9 @@ class JobSpec(BaseModel):
     trigger_ms: int = Field(default=1_000, gt=0)
     checkpoint: str | None = None
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    #: the Kafka source consumer's ``fetch.max.wait.ms``: how long the broker may hold a
+    #: fetch that finds no new record (Kafka's default 500 ms; docs/NOTES.md, issue 29)
+    fetch_max_wait_ms: int = Field(default=10, ge=0)
     speedup: float = Field(default=1.0, gt=0.0)
     budget: Literal["virtual", "wall"] = "wall"
     topic_prefix: str = Field(default="harvest", pattern=r"^[A-Za-z0-9._-]+$")

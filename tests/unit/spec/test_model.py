@@ -70,6 +70,8 @@ def test_per_stream_windows() -> None:
         ({"join": BASE, "job": {"trigger_ms": 8000, "max_staleness_ms": 8000}},
          "job.max_staleness_ms: must exceed job.trigger_ms = 8000"),
         ({"join": BASE, "job": {"max_staleness_ms": 0}}, "max_staleness_ms"),
+        ({"join": BASE, "job": {"fetch_max_wait_ms": -1}}, "job.fetch_max_wait_ms"),
+        ({"join": BASE, "job": {"fetch_max_wait_ms": "soon"}}, "job.fetch_max_wait_ms"),
     ],
 )
 def test_bad_specs_name_the_key(data: dict[str, object], needle: str) -> None:
