@@ -21,7 +21,6 @@ from pipeline.operators.shedding.grubjoin.calibration import (
     LIMIT,
     MIN_EXPECTED,
     MIN_INTERVALS,
-    RATE_CHANGE,
     CalibrationConfig,
     OutputCalibration,
     kind_of,
@@ -33,30 +32,25 @@ from pipeline.testing.streams import make_spec
 DELTA_MS = 1000
 SPAN_MS = 3000
 
-#: one Δ: (kind installed at its start, modelled results/s, results realized in it, the
-#: input rate over it)
-steps = st.lists(st.tuples(st.sampled_from([HARVEST, FULL]), st.floats(0.0, 5000.0),
-                           st.integers(0, 8000), st.sampled_from([0.0, 800.0, 1000.0, 1300.0])),
+#: one Δ: (kind installed at its start, modelled results/s, results realized in it)
+steps = st.lists(st.tuples(st.sampled_from([HARVEST, FULL]),
+                           st.floats(0.0, 5000.0), st.integers(0, 8000)),
                  min_size=1, max_size=40)
-Step = tuple[int, float, int, float]
 
 
-def _direct(history: list[Step], decay: float) -> list[float]:
+def _direct(history: list[tuple[int, float, int]], decay: float) -> list[float]:
     """r per kind from the whole history at once: the aged geometric mean of
-    (R + 1) / (E + 1) over the counted intervals (module docstring); each prediction is
-    made at the previous Δ's input rate (1,000 before the first)."""
+    (R + 1) / (E + 1) over the counted intervals (module docstring)."""
     logs: list[list[float]] = [[], []]
     kind, settled = None, 0
-    for t, (k, predicted, got, load) in enumerate(history):
+    for t, (k, predicted, got) in enumerate(history):
         start = t * DELTA_MS
         if k != kind:
             settled = start + SPAN_MS
         kind = k
         end = start + DELTA_MS
         expected = predicted * DELTA_MS / 1000.0
-        before = history[t - 1][3] if t else 1000.0
-        steady = abs(load - before) <= RATE_CHANGE * before
-        if end >= settled and expected >= MIN_EXPECTED and steady:
+        if end >= settled and expected >= MIN_EXPECTED:
             logs[k].append(math.log((got + 1.0) / (expected + 1.0)))
     out = []
     for values in logs:
@@ -71,14 +65,12 @@ def _direct(history: list[Step], decay: float) -> list[float]:
 @settings(max_examples=300, deadline=None)
 @given(history=steps, decay=st.sampled_from([0.5, 0.8, 1.0]))
 def test_ratios_equal_the_aged_geometric_mean_of_the_counted_intervals(
-        history: list[Step], decay: float) -> None:
+        history: list[tuple[int, float, int]], decay: float) -> None:
     cal = OutputCalibration(CalibrationConfig(decay, SPAN_MS))
-    before = 1000.0
-    for t, (kind, predicted, got, load) in enumerate(history):
-        cal.install(kind, predicted, t * DELTA_MS, before)
+    for t, (kind, predicted, got) in enumerate(history):
+        cal.install(kind, predicted, t * DELTA_MS)
         cal.observe(got)
-        cal.close((t + 1) * DELTA_MS, DELTA_MS, load)
-        before = load
+        cal.close((t + 1) * DELTA_MS, DELTA_MS)
     want = _direct(history, decay)
     assert cal.ratio(HARVEST) == pytest.approx(want[HARVEST], rel=1e-9)
     assert cal.ratio(FULL) == pytest.approx(want[FULL], rel=1e-9)
@@ -91,27 +83,25 @@ def test_ratios_equal_the_aged_geometric_mean_of_the_counted_intervals(
 def test_an_interval_right_after_a_switch_or_with_few_expected_results_is_not_counted(
         ) -> None:
     cal = OutputCalibration(CalibrationConfig(0.5, SPAN_MS))
-    cal.install(HARVEST, 1000.0, 0, 1000.0)
+    cal.install(HARVEST, 1000.0, 0)
     cal.observe(10)
-    assert cal.close(1000, DELTA_MS, 1000.0) is None  # within the span of the switch
+    assert cal.close(1000, DELTA_MS) is None  # within the span of the switch
     for t in range(MIN_INTERVALS):
         cal.observe(500)
-        assert cal.close(SPAN_MS + t * DELTA_MS, DELTA_MS, 1000.0) == pytest.approx(
+        assert cal.close(SPAN_MS + t * DELTA_MS, DELTA_MS) == pytest.approx(
             math.log(501 / 1001))
         assert cal.weight() == (1.0 if t + 1 < MIN_INTERVALS else pytest.approx(501 / 1001))
-    cal.install(HARVEST, MIN_EXPECTED / 2, SPAN_MS, 1000.0)  # same kind: no new span
+    cal.install(HARVEST, MIN_EXPECTED / 2, SPAN_MS)  # same kind: no new span
     cal.observe(0)
-    assert cal.close(SPAN_MS + 9 * DELTA_MS, DELTA_MS, 1000.0) is None  # too few expected
-    cal.install(HARVEST, 1000.0, SPAN_MS, 1000.0)
-    assert cal.close(SPAN_MS + 10 * DELTA_MS, DELTA_MS, 500.0) is None  # the rate halved
+    assert cal.close(SPAN_MS + 9 * DELTA_MS, DELTA_MS) is None  # too few expected
     assert cal.ratio(FULL) == 1.0 and cal.weight() == pytest.approx(501 / 1001)
 
 
 def test_weight_is_bounded_and_a_broken_snapshot_is_refused() -> None:
     cal = OutputCalibration(CalibrationConfig(0.5, 0))
-    cal.install(HARVEST, 1e6, 0, 1000.0)
+    cal.install(HARVEST, 1e6, 0)
     for t in range(MIN_INTERVALS):
-        cal.close((t + 1) * DELTA_MS, DELTA_MS, 1000.0)
+        cal.close((t + 1) * DELTA_MS, DELTA_MS)
     assert cal.weight() == pytest.approx(1 / LIMIT)
     with pytest.raises(OperatorStateError, match="calibration"):
         OutputCalibration.restore(cal.config, {"sums": [0.0]})

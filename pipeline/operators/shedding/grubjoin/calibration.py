@@ -21,10 +21,8 @@ predicted for it (O_t the modelled output per second of the configuration instal
 its start, in the same per-Δ units as the rates λ_i), and d the aging factor
 (:data:`DECAY`); the +1 keeps an interval without results finite; a kind counts as r = 1
 until :data:`MIN_INTERVALS` of its intervals were counted. Intervals in which fewer than
-:data:`MIN_EXPECTED` results were predicted, those within one window span of a switch
-of kind (the windows still hold the other kind's tuples), and those whose input rate Σλ_i
-differs by more than :data:`RATE_CHANGE` from the rate the prediction was made at (the
-output moves with the rate, roughly as its m-th power) are not counted. The solver
+:data:`MIN_EXPECTED` results were predicted, and those within one window span of a switch
+of kind (the windows still hold the other kind's tuples), are not counted. The solver
 scales the output of every harvested configuration by w = min(1, r_harvest / r_full) (a
 kind not yet measured counts as r = 1) before comparing (:meth:`OutputCalibration.weight`).
 """
@@ -39,8 +37,7 @@ import numpy as np
 
 from pipeline.core.errors import OperatorStateError
 
-__all__ = ["DECAY", "FULL", "HARVEST", "MIN_EXPECTED", "MIN_INTERVALS", "RATE_CHANGE",
-           "CalibrationConfig",
+__all__ = ["DECAY", "FULL", "HARVEST", "MIN_EXPECTED", "MIN_INTERVALS", "CalibrationConfig",
            "OutputCalibration", "kind_of"]
 
 HARVEST = 0
@@ -49,8 +46,6 @@ FULL = 1
 MIN_EXPECTED = 30.0
 #: counted intervals before a kind's ratio is used (one interval is too noisy to act on)
 MIN_INTERVALS = 3
-#: largest relative change of the input rate between the prediction and the interval
-RATE_CHANGE = 0.25
 #: aging of the log-ratio sums per counted interval (≈ the last 5 intervals weigh most)
 DECAY = 0.8
 #: the weight handed to the solver stays within [1/LIMIT, LIMIT]
@@ -81,7 +76,6 @@ class OutputCalibration:
         self.counted = np.zeros(2, dtype=np.int64)  # intervals counted per kind
         self.kind: int | None = None  # kind in force (None before the first install)
         self.predicted = 0.0  # modelled results per second of the configuration in force
-        self.load = 0.0  # input rate Σλ_i the prediction was made at
         self.settled_at = 0  # first clock at which the kind in force is counted
         self.results = 0  # results realized since the last close
 
@@ -89,15 +83,12 @@ class OutputCalibration:
         """Results the join produced (the engine's ``observe_output``)."""
         self.results += int(results)
 
-    def close(self, now: int, interval_ms: int, load: float) -> float | None:
-        """Ends the interval at clock ``now`` whose input rate was ``load``: counts its
-        ratio for the kind in force when it qualifies; the log ratio counted (None: not
-        counted)."""
+    def close(self, now: int, interval_ms: int) -> float | None:
+        """Ends the interval at clock ``now``: counts its ratio for the kind in force when
+        it qualifies; the log ratio counted (None: not counted)."""
         got, self.results = self.results, 0
         expected = self.predicted * interval_ms / 1000.0
         if self.kind is None or now < self.settled_at or expected < MIN_EXPECTED:
-            return None
-        if abs(load - self.load) > RATE_CHANGE * self.load:
             return None
         ratio = math.log((got + 1.0) / (expected + 1.0))
         k = self.kind
@@ -106,14 +97,12 @@ class OutputCalibration:
         self.counted[k] += 1
         return ratio
 
-    def install(self, kind: int, predicted: float, now: int, load: float) -> None:
-        """The configuration chosen at ``now``: its kind and modelled output per second,
-        predicted at the input rate ``load``."""
+    def install(self, kind: int, predicted: float, now: int) -> None:
+        """The configuration chosen at ``now``: its kind and modelled output per second."""
         if kind != self.kind:
             self.settled_at = now + self.config.span_ms
         self.kind = kind
         self.predicted = max(0.0, float(predicted))
-        self.load = float(load)
 
     def ratio(self, kind: int) -> float:
         """r_kind (1 until :data:`MIN_INTERVALS` intervals of the kind were counted)."""
@@ -135,7 +124,7 @@ class OutputCalibration:
     def snapshot(self) -> dict[str, Any]:
         return {"sums": self.sums.tolist(), "weights": self.weights.tolist(),
                 "counted": self.counted.tolist(),
-                "kind": self.kind, "predicted": self.predicted, "load": self.load,
+                "kind": self.kind, "predicted": self.predicted,
                 "settled_at": self.settled_at, "results": self.results}
 
     @classmethod
@@ -147,7 +136,6 @@ class OutputCalibration:
             obj.counted = np.asarray(data["counted"], dtype=np.int64).reshape(2)
             obj.kind = None if data["kind"] is None else int(data["kind"])
             obj.predicted = float(data["predicted"])
-            obj.load = float(data["load"])
             obj.settled_at = int(data["settled_at"])
             obj.results = int(data["results"])
         except (KeyError, TypeError, ValueError) as exc:

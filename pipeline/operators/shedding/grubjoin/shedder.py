@@ -336,7 +336,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
         used = z_old if self.z_used is None else self.z_used
         rates = self.stats.rates(sh.adapt_interval_ms)
         z = self.throttle.update(reading.beta, reading.headroom, used)
-        self.calibration.close(now, sh.adapt_interval_ms, float(rates.sum()))
+        self.calibration.close(now, sh.adapt_interval_ms)
         if rates.sum() > 0:
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
@@ -355,8 +355,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
                 self.z_model = cap
             joint = self._choose(model)
             counts, share, admit = joint.counts, joint.share, float(joint.admit[0])
-            self.calibration.install(kind_of(counts, model.max_counts()), joint.output, now,
-                                     float(rates.sum()))
+            self.calibration.install(kind_of(counts, model.max_counts()), joint.output, now)
             if capped and self.in_force is not None:
                 # below the learned ceiling z follows the cost of what is installed,
                 # relative to the configuration in force (same model): no wind-up
