@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.operators.shedding.costmodel import FloatArray, HarvestModel, IntArray
+from pipeline.operators.shedding.grubjoin.calibration import HARVEST, kind_of
 from pipeline.operators.shedding.grubjoin.greedy import Heuristic, Solver, configure
 from pipeline.operators.shedding.grubjoin.share import MIN_SHARE, cheapest_productive, probe_share
 
@@ -249,7 +250,7 @@ def _exhaustive(model: HarvestModel, budget: float) -> Joint | None:
 def _score(model: HarvestModel, joint: Joint, weight: float) -> float:
     """The modelled output a choice is ranked by: a harvest's (some z_{i,j} < 1) scaled
     by the calibration ``weight`` (calibration.py), a full scan's as is."""
-    harvested = bool(np.any(joint.counts < model.max_counts()))
+    harvested = kind_of(joint.counts, model.max_counts()) == HARVEST
     return joint.output * (weight if harvested else 1.0)
 
 
@@ -309,10 +310,10 @@ def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
                     joint_cost(model, a_max, counts, share),
                     joint_output(model, a_max, counts, share))
         score = _score(model, got, harvest_weight)
-        if best is not None and best.admit[0] >= 1.0 and a_max < 1.0:
-            score /= margin  # full admission wins unless dropping gains > the margin
-        if best is None or score > best_score:
-            best, best_score = got, _score(model, got, harvest_weight)
+        # full admission wins unless dropping gains > the margin
+        penalty = margin if best is not None and best.admit[0] >= 1.0 and a_max < 1.0 else 1.0
+        if best is None or score / penalty > best_score:
+            best, best_score = got, score
     exact = _exhaustive(model, budget)
     if exact is not None and (best is None or _score(model, exact, harvest_weight) / (
             margin if best.admit[0] >= 1.0 > exact.admit[0] else 1.0) > best_score):

@@ -48,7 +48,7 @@ MIN_EXPECTED = 30.0
 MIN_INTERVALS = 3
 #: aging of the log-ratio sums per counted interval (≈ the last 5 intervals weigh most)
 DECAY = 0.8
-#: the weight handed to the solver stays within [1/LIMIT, LIMIT]
+#: the weight handed to the solver is at least 1/LIMIT (and at most 1)
 LIMIT = 20.0
 
 
