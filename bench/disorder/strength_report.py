@@ -18,10 +18,21 @@ CUT_999 = 0.35
 #: Fig. 8: Φ(.99Γ) above this for every P; Fig. 11: adaptation below this (ms) at g ≥ 10
 PHI_P, ADAPT_MS = 0.90, 5.0
 REAL = "real2"
+#: the why of a missed K target on a synthetic workload: what the paper itself claims
+SYN_NOTE = ("; the paper claims the > 95 % cut at Γ = 0.99 for D_real only, and of "
+            "D_syn^×3 says Γ needs a big buffer (Fig. 10: g barely moves its K)")
 
 
 def _pick(rows: list[dict[str, Any]], **want: Any) -> list[dict[str, Any]]:
     return [r for r in rows if all(r.get(k) == v for k, v in want.items())]
+
+
+def share(r: dict[str, Any]) -> float | None:
+    """A row's avg K as a share of Max-K-slack's: over the paper's span where the row has
+    it (``k_of_max_paper_span``; Table II's Max-K is a 30-minute average), else over the
+    same run (``k_of_max``)."""
+    paper = r.get("k_of_max_paper_span")
+    return paper if paper is not None else r.get("k_of_max")
 
 
 def _check(name: str, ok: bool, detail: str, met: dict[str, bool],
@@ -43,11 +54,19 @@ def _floor_note(rows: list[dict[str, Any]], workload: str, gamma: float) -> str:
     if floor:
         parts.append("smallest constant K with Φ(.99Γ) ≥ 0.97: "
                      + (f"{ok[0]:.0%} of Max-K's" if ok else f"over {floor[-1]['value']:.0%}"))
-    parts += [f"Ji's model as published: {r['k_of_max']:.3f} of Max-K's, Φ(.99Γ) "
+    parts += [f"Ji's model as published: {share(r):.3f} of Max-K's, Φ(.99Γ) "
               f"{r['phi_99']}" for r in _pick(rows, figure="fig7_paper", workload=workload,
                                                recall_target=gamma)
-              if r["k_of_max"] is not None]
+              if share(r) is not None]
     return "; ".join(parts)
+
+
+def _shares(r: dict[str, Any]) -> str:
+    """"a of Max-K-slack's over the paper's span (b in the same run)" for a why text."""
+    if r.get("k_of_max_paper_span") is None:
+        return f"{r['k_of_max']:.3f} of Max-K-slack's"
+    return (f"{r['k_of_max_paper_span']:.3f} of Max-K-slack's over the paper's span "
+            f"({r['k_of_max']:.3f} of its average in the same run)")
 
 
 def targets(part: dict[str, Any]) -> tuple[dict[str, bool], dict[str, str]]:
@@ -61,17 +80,17 @@ def targets(part: dict[str, Any]) -> tuple[dict[str, bool], dict[str, str]]:
     q99 = _pick(rows, figure="fig7", selectivity_model="NonEqSel", recall_target=0.99)
     for r in q99:
         w = r["workload"]
-        _check(f"{w}_avg_k_le_5pct_of_max_at_0.99", (r["k_of_max"] or 1.0) <= K_SHARE,
-               f"avg K {r['avg_k_ms']:.0f} ms = {r['k_of_max']:.3f} of Max-K-slack's; "
-               f"{_floor_note(rows, w, 0.99)} (docs/NOTES.md 'Disorder at the paper's "
-               "strength')", met, why)
+        _check(f"{w}_avg_k_le_5pct_of_max_at_0.99", (share(r) or 1.0) <= K_SHARE,
+               f"avg K {r['avg_k_ms']:.0f} ms = {_shares(r)}; "
+               f"{_floor_note(rows, w, 0.99)}{SYN_NOTE if w.startswith('syn') else ''} "
+               "(docs/NOTES.md 'Disorder at the paper's strength')", met, why)
         _check(f"{w}_phi99_ge_0.97_at_0.99", (r["phi_99"] or 0.0) >= PHI,
                f"Φ(.99Γ) = {r['phi_99']}", met, why)
     q999 = [r for r in _pick(rows, figure="fig7", selectivity_model="NonEqSel",
                              recall_target=0.999) if r["workload"].startswith(REAL)]
     for r in q999:
-        _check(f"{r['workload']}_cut_ge_35pct_at_0.999", 1.0 - (r["k_of_max"] or 1.0) >= CUT_999,
-               f"avg K {r['avg_k_ms']:.0f} ms = {r['k_of_max']:.3f} of Max-K-slack's; "
+        _check(f"{r['workload']}_cut_ge_35pct_at_0.999", 1.0 - (share(r) or 1.0) >= CUT_999,
+               f"avg K {r['avg_k_ms']:.0f} ms = {_shares(r)}; "
                f"{_floor_note(rows, r['workload'], 0.999)}", met, why)
     nes = _pick(rows, figure="fig7", selectivity_model="NonEqSel")
     low = [(r["workload"], r["recall_target"], r["phi_99"]) for r in nes
@@ -122,6 +141,7 @@ def plots(part: dict[str, Any], results_dir: Path) -> None:
             mine = [r for r in sel if r["workload"] == name]
             _lines(axes[0][col], mine, "avg_k_ms", by)
             _lines(axes[1][col], mine, "phi_99", by)
+            _max_k_lines(axes[0][col], part["workloads"].get(name, {}), name)
             axes[0][col].set_title(name)
             axes[0][col].set_yscale("symlog", linthresh=10)
             axes[1][col].set_xlabel(xlabel)
@@ -149,6 +169,19 @@ def plots(part: dict[str, Any], results_dir: Path) -> None:
         save_figure(fig, "disorder_paper_fig11", results_dir)
 
 
+#: Table II's Max-K-slack average K (s) per workload (D_real for both stand-ins)
+TABLE2_S = {"syn3": 19.72, "syn4": 13.88, "real2": 19.96, "real2j": 19.96}
+
+
+def _max_k_lines(ax: Any, info: dict[str, Any], name: str) -> None:
+    """Max-K-slack's average K over the paper's span (replayed) and Table II's, dashed."""
+    if info.get("max_k_paper_span_ms") is not None:
+        ax.axhline(info["max_k_paper_span_ms"], ls="--", c="grey", lw=0.8,
+                   label=f"Max-K over {info['paper_span_minutes']:g} min")
+    if name in TABLE2_S:
+        ax.axhline(TABLE2_S[name] * 1000.0, ls=":", c="black", lw=0.8, label="Table II")
+
+
 def _floor_plot(rows: list[dict[str, Any]], results_dir: Path) -> None:
     """disorder_paper_floor.png: mean γ(P) and Φ(.99Γ) of a constant K against its share
     of Max-K-slack's average K, one line per workload (Γ = 0.99 for Φ)."""
@@ -163,7 +196,7 @@ def _floor_plot(rows: list[dict[str, Any]], results_dir: Path) -> None:
     axes[0].set_ylabel("mean γ(P)")
     axes[1].set_ylabel("Φ(.99Γ), Γ = 0.99")
     for ax in axes:
-        ax.set_xlabel("fixed K / Max-K-slack's average K")
+        ax.set_xlabel("fixed K / Max-K-slack's average K over the paper's span")
         ax.set_xscale("log")
     axes[0].legend(fontsize=7)
     fig.suptitle("The constant-K floor at the paper's strength")
