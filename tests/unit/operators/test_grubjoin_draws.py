@@ -8,6 +8,7 @@ state as the per-tuple path.
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 from typing import Any
 
@@ -119,3 +120,37 @@ def test_engine_batch_path_equals_tuple_path_with_shredding_and_share(seed: int)
     assert a["stats"]["sums"].tolist() == b["stats"]["sums"].tolist()
     assert a["hist"] is not None and str(a["hist"]) == str(b["hist"])
     assert one.drain_metrics() == many.drain_metrics()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(2, 4),
+       z=st.sampled_from([1.0, 0.5, 0.34, 0.2, 0.001]), n=st.integers(1, 200))
+def test_shredding_plans_that_scan_the_same_windows_are_one_object(
+        seed: int, m: int, z: float, n: int) -> None:
+    """Shredding plans are shared by what they scan, not by the offset that chose them:
+    two tuples get the same plan object iff their plans have equal direction, order and
+    windows (so the batched join probes them as one group), and every plan's first
+    partner scans ⌈z·n⌉ windows spread evenly from some offset (§V-B)."""
+    sh = _shedder(m, 1.0, seed)
+    sh.throttle.z = z
+    streams = np.random.default_rng(seed).integers(0, m, n).astype(np.int64)
+    plans = sh.plan_run(streams)
+    by_value: dict[Any, int] = {}
+    for s, p in zip(streams.tolist(), plans, strict=True):
+        if p is None or not p.feedback:
+            continue
+        key = (s, _value(p))
+        assert by_value.setdefault(key, id(p)) == id(p), "equal plans must be one object"
+        assert p.order is not None and p.windows is not None
+        n_first = sh.n_windows[p.order[0]]
+        count = min(n_first, max(1, math.ceil(z * n_first)))
+        first = p.windows[0]
+        if count == n_first:
+            assert first is None
+            continue
+        assert first is not None and len(first) == count
+        assert any(first == tuple(sorted({(off + (v * n_first) // count) % n_first
+                                          for v in range(count)}))
+                   for off in range(n_first))
+    distinct = {id(p) for p in plans if p is not None and p.feedback}
+    assert len(distinct) == len(by_value)

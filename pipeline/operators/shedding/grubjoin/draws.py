@@ -48,8 +48,10 @@ class PlanDraws:
     issued since :meth:`reset` (the z they depend on is fixed until then)."""
 
     n_windows: tuple[int, ...]
-    #: (direction, order, offset, count) → shredding plan and the window share per position
-    _shred: dict[tuple[int, tuple[int, ...], int, int], tuple[ProbePlan, Fractions]] = field(
+    #: (direction, order, windows of the first partner; () = all) → shredding plan and
+    #: the window share per position
+    _shred: dict[tuple[int, tuple[int, ...], tuple[int, ...]],
+                 tuple[ProbePlan, Fractions]] = field(
         default_factory=dict)
     _skip: dict[int, ProbePlan] = field(default_factory=dict)
     #: window share per position of the shredding plans issued, by their order
@@ -106,14 +108,17 @@ class PlanDraws:
     def _shred_plan(self, direction: int, order: tuple[int, ...], offset: int,
                     z: float) -> tuple[ProbePlan, Fractions]:
         """Window shredding (GrubJoin §V-B): ⌈z·n⌉ windows of the first partner spread
-        evenly from ``offset``, the rest full (as ``plans.shred_plan``)."""
+        evenly from ``offset``, the rest full (as ``plans.shred_plan``). Plans are keyed
+        by the windows they scan, not by the offset that chose them: offsets that pick
+        the same windows (all of them at z = 1; every n/count-th at count | n) share
+        one plan, so the batched join probes them as one group."""
         n_first = self.n_windows[order[0]]
         count = min(n_first, max(1, math.ceil(z * n_first)))
-        key = (direction, order, offset, count)
+        first = () if count == n_first else tuple(sorted(
+            {(offset + (v * n_first) // count) % n_first for v in range(count)}))
+        key = (direction, order, first)
         got = self._shred.get(key)
         if got is None:
-            first = tuple(sorted({(offset + (v * n_first) // count) % n_first
-                                  for v in range(count)}))
             windows: tuple[tuple[int, ...] | None, ...] = (
                 (None if count == n_first else first),) + (None,) * (len(order) - 1)
             plan = ProbePlan(order=order, windows=windows, feedback=True)
