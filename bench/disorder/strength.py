@@ -32,9 +32,11 @@ than the in-process engine joins in the time budget (docs/NOTES.md).
 
 Besides the paper's figures: the constant-K floor (``floor`` rows, ``fixed-k-slack`` at
 :data:`FLOOR_SHARES` of the workload's Max-K-slack average K over the paper's span),
-what the delays allow any K policy (ours), and Fig. 7 with Ji et al.'s model as
+what the delays allow any K policy (ours), Fig. 7 with Ji et al.'s model as
 published (``fig7_paper`` rows, ``quality-paper``: ``[disorder] model = "paper"``,
-NonEqSel).
+NonEqSel), and Fig. 7 with the floor of the per-interval target Γ' swept
+(``fig7_margin`` rows, ``[disorder] target_margin``; the JSON's ``target_rule`` says
+which Γ' rule each figure ran).
 
 Rows as the bench's own (``workload, method, recall_target, avg_k_ms, phi, phi_99,
 mean_recall, …``) plus ``figure``, ``selectivity_model`` (EqSel / NonEqSel; None for
@@ -82,6 +84,21 @@ GRANULARITIES_MS = (1, 100, 1_000)
 FLOOR_SHARES, QUICK_FLOOR_SHARES = (0.05, 0.1, 0.2, 0.35, 0.65), (0.05,)
 #: Γ of the runs with Ji et al.'s model as published (``[disorder] model = "paper"``)
 PAPER_MODEL_GAMMAS = (0.99, 0.999)
+#: the default floor of Γ' (``[disorder] target_margin``: Γ' ≥ Γ + margin·(1 − Γ))
+DEFAULT_MARGIN = 0.25
+#: ``fig7_margin`` rows: Γ' floors swept at Γ = 0.99 (−100 = Ji et al.'s floor 0, Eq. 7
+#: as published; the cap stays Γ + 0.5·(1 − Γ)), and :data:`MARGIN_ALL_GAMMAS` at every Γ
+MARGINS, QUICK_MARGINS, MARGIN_ALL_GAMMAS = (0.0, -0.5, -1.0, -100.0), (-0.5,), (-0.5,)
+#: what the JSON says of the Γ' rule of each quality figure
+TARGET_RULE = {
+    "fig7": "Γ' = Eq. 7 clipped to Γ + (1 − Γ)·[0.25, 0.5] (the job's default, "
+            "[disorder] target_margin = 0.25, target_headroom = 0.5)",
+    "fig7_margin": "Γ' = Eq. 7 clipped to [max(0, Γ + m·(1 − Γ)), Γ + 0.5·(1 − Γ)], m = "
+                   "target_margin = value; m = −100 is Ji et al.'s floor of 0 (Eq. 7 spends "
+                   "the whole surplus of the period in the next interval)",
+    "fig7_paper": "Ji et al. as published: Γ' = Eq. 7 clipped to [0, 1], b = g, one "
+                  "interval of DPcorr evidence, the max late estimate",
+}
 
 
 @dataclass(frozen=True)
@@ -96,6 +113,8 @@ class Setting:
     #: ``[disorder] model`` of the quality runs; ``slack_ms``: the fixed runs' K
     model: str = "harvest"
     slack_ms: int = 0
+    #: ``[disorder] target_margin`` of the quality runs (the floor of Γ')
+    target_margin: float = DEFAULT_MARGIN
 
 
 def workloads(minutes: float) -> list[Workload]:
@@ -138,7 +157,8 @@ def _spec(w: Workload, mode: str, s: Setting) -> Spec:
     return parse_spec({"join": w.join, "disorder": {
         "mode": mode, "recall": s.recall, "period_ms": s.period_ms,
         "interval_ms": s.interval_ms, "granularity_ms": s.granularity_ms,
-        "eq_sel": s.eq_sel, "model": s.model, "slack_ms": s.slack_ms}})
+        "eq_sel": s.eq_sel, "model": s.model, "slack_ms": s.slack_ms,
+        "target_margin": s.target_margin}})
 
 
 def recalls(produced: np.ndarray, truth: np.ndarray, end_ms: int, period_ms: int,
@@ -233,6 +253,18 @@ def _paper_model(inp: Inputs, gammas: Sequence[float], progress: Progress,
         out["rows"] += rows
 
 
+def _margins(inp: Inputs, gammas: Sequence[float], quick: bool, progress: Progress,
+             out: dict[str, list[dict[str, Any]]]) -> None:
+    """Fig. 7 (NonEqSel) with the floor of Γ' swept (``target_margin``): how far the
+    per-interval target may fall below Γ to spend a surplus, down to Ji et al.'s 0."""
+    for g in gammas:
+        margins = (QUICK_MARGINS if quick else MARGINS) if g == 0.99 else MARGIN_ALL_GAMMAS
+        for m in margins:
+            rows, _ = _run(inp, "quality", Setting(g, target_margin=m), progress,
+                           "fig7_margin", "target_margin", m, [g])
+            out["rows"] += rows
+
+
 def _sweeps(inp: Inputs, gammas: Sequence[float], quick: bool, progress: Progress,
             out: dict[str, list[dict[str, Any]]]) -> None:
     """Figs. 8–10 (NonEqSel): P, L and g swept one at a time from the defaults."""
@@ -300,10 +332,12 @@ def paper_strength(quick: bool, progress: Progress) -> dict[str, Any]:
                         "max_k_paper_span_ms": round(max_k_paper[w.name], 1)}
         _fig7(inp, gammas, progress, out)
         _floor(inp, gammas, QUICK_FLOOR_SHARES if quick else FLOOR_SHARES, progress, out)
+        _margins(inp, gammas, quick, progress, out)
         if not quick:
             _paper_model(inp, PAPER_MODEL_GAMMAS, progress, out)
         if w.name in (SWEEP_WORKLOADS[:1] if quick else SWEEP_WORKLOADS):
             _sweeps(inp, sweep_gammas, quick, progress, out)
     _with_defaults(out["rows"], max_k_paper)
     return {"span_minutes": minutes, "rate_per_stream": RATE, "delay_step_ms": STEP_MS,
-            "workloads": info, "rows": out["rows"], "adaptation": out["adaptation"]}
+            "target_rule": TARGET_RULE, "workloads": info, "rows": out["rows"],
+            "adaptation": out["adaptation"]}

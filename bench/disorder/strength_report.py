@@ -43,8 +43,9 @@ def _check(name: str, ok: bool, detail: str, met: dict[str, bool],
 
 
 def _floor_note(rows: list[dict[str, Any]], workload: str, gamma: float) -> str:
-    """What a constant K allows on ``workload`` at Γ (the ``floor`` rows), and the K of
-    Ji et al.'s model as published (``fig7_paper``): the why of a missed K target."""
+    """What a constant K allows on ``workload`` at Γ (the ``floor`` rows), the K of Ji et
+    al.'s model as published (``fig7_paper``) and of lower floors of Γ' (``fig7_margin``):
+    the why of a missed K target."""
     floor = sorted(_pick(rows, figure="floor", workload=workload, recall_target=gamma),
                    key=lambda r: r["value"])
     parts = [f"constant K at {r['value']:.0%} of Max-K's: mean recall "
@@ -58,6 +59,10 @@ def _floor_note(rows: list[dict[str, Any]], workload: str, gamma: float) -> str:
               f"{r['phi_99']}" for r in _pick(rows, figure="fig7_paper", workload=workload,
                                                recall_target=gamma)
               if share(r) is not None]
+    parts += [f"Γ' floor Γ + {r['value']:g}·(1 − Γ): {share(r):.3f} of Max-K's, Φ(.99Γ) "
+              f"{r['phi_99']}" for r in sorted(
+                  _pick(rows, figure="fig7_margin", workload=workload, recall_target=gamma),
+                  key=lambda r: -r["value"]) if share(r) is not None]
     return "; ".join(parts)
 
 

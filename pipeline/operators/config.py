@@ -107,6 +107,10 @@ class DisorderConfig:
     #: quality mode: ``harvest`` (our deviations 1–3, policy.py) or ``paper`` (Ji et al.'s
     #: Γ' in [0, 1], b = g, one interval of DPcorr evidence)
     model: Literal["harvest", "paper"] = "harvest"
+    #: quality mode, ``harvest`` model: Γ' clipped to Γ + (1 − Γ)·[target_margin,
+    #: target_headroom] (policy.py, deviation 1)
+    target_margin: float = 0.25
+    target_headroom: float = 0.5
     #: quality mode: delays per second per stream the statistics see (0: all)
     stat_rate: float = 1_000.0
     #: input validation (:mod:`pipeline.operators.validation.validator`, applied by the Spark

@@ -111,6 +111,12 @@ class DisorderSpec(BaseModel):
     #: quality mode: ``harvest`` = our defaults (docs/NOTES.md's deviations 1–3), ``paper``
     #: = Ji et al.'s as published: Γ' in [0, 1], b = g, DPcorr maps of the last interval
     model: Literal["harvest", "paper"] = "harvest"
+    #: quality mode, ``model = "harvest"``: Γ' (Eq. 7) is clipped to
+    #: [Γ + target_margin·(1 − Γ), Γ + target_headroom·(1 − Γ)] (the floor at least 0);
+    #: a negative margin lets Γ' fall below Γ to spend a surplus, as Eq. 7 does; −100
+    #: gives Ji et al.'s floor of 0 for any Γ ≥ 0.01 (docs/NOTES.md)
+    target_margin: float = Field(default=0.25, ge=-100.0, le=1.0)
+    target_headroom: float = Field(default=0.5, ge=0.0, le=1.0)
     #: quality mode: at most this many delays per second of each stream feed the delay
     #: statistics (every k-th arrival, k from the last interval's rate); 0 = every one
     stat_rate: float = Field(default=1_000.0, ge=0.0)
@@ -127,6 +133,11 @@ class DisorderSpec(BaseModel):
         if self.interval_ms > self.period_ms:
             raise ValueError(
                 f"interval_ms: L must be <= P, got L={self.interval_ms} P={self.period_ms}"
+            )
+        if self.target_margin > self.target_headroom:
+            raise ValueError(
+                f"target_margin: must be <= target_headroom, got {self.target_margin} > "
+                f"{self.target_headroom}"
             )
         return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.disorder.strength import recalls, workloads
+from bench.disorder.strength import DEFAULT_MARGIN, TARGET_RULE, Setting, _spec, recalls, workloads
 from bench.disorder.strength_report import targets
 
 
@@ -94,3 +94,31 @@ def test_k_targets_use_max_k_over_the_papers_span_and_name_both_shares() -> None
     assert not met["syn4_avg_k_le_5pct_of_max_at_0.99"]
     assert ("0.062 of Max-K-slack's over the paper's span (0.100 of its average in the same "
             "run)") in why["syn4_avg_k_le_5pct_of_max_at_0.99"]
+
+
+def test_a_missed_k_target_cites_the_lower_floors_of_the_instant_target() -> None:
+    def row(fig: str, method: str, k: float, phi: float = 1.0,
+            model: str | None = None, value: float = 0.99) -> dict:
+        return {"figure": fig, "workload": "syn4", "method": method, "recall_target": 0.99,
+                "avg_k_ms": k, "phi_99": phi, "mean_recall": 0.995,
+                "selectivity_model": model, "k_of_max": k / 10_000.0, "value": value}
+
+    part = {"rows": [row("fig6", "no-k-slack", 0, 0.0),
+                     row("table2", "max-k-slack", 10_000),
+                     row("fig7", "quality", 1_100, model="NonEqSel"),
+                     row("fig7_margin", "quality", 800, 0.972, "NonEqSel", -0.5),
+                     row("fig7_margin", "quality", 1_100, 0.811, "NonEqSel", -100.0)],
+            "adaptation": []}
+    met, why = targets(part)
+    note = why["syn4_avg_k_le_5pct_of_max_at_0.99"]
+    assert "Γ' floor Γ + -0.5·(1 − Γ): 0.080 of Max-K's, Φ(.99Γ) 0.972" in note
+    assert note.index("-0.5·") < note.index("-100·")
+    # the margin rows are not Fig. 7's: they move no target
+    assert met["noneqsel_phi99_ge_0.97_every_gamma_and_workload"]
+
+
+def test_quality_runs_pass_the_target_margin_to_the_spec() -> None:
+    w = workloads(1.0)[0]
+    assert _spec(w, "quality", Setting(0.99)).disorder.target_margin == DEFAULT_MARGIN
+    assert _spec(w, "quality", Setting(0.99, target_margin=-0.5)).disorder.target_margin == -0.5
+    assert set(TARGET_RULE) == {"fig7", "fig7_margin", "fig7_paper"}

@@ -385,3 +385,51 @@ def test_paper_model_picks_the_smallest_k_of_the_literal_equations(eq_sel: bool)
     cfg = resolve_engine(_spec(2, 500, "quality", recall=0.95, eq_sel=eq_sel, model="paper"))
     pol = QualityPolicy(QualityConfig.from_engine(cfg))
     _assert_smallest_literal_k(pol, 7, 10)
+
+
+def test_target_margin_and_headroom_are_spec_keys() -> None:
+    """``[disorder] target_margin`` / ``target_headroom`` set the band of Γ' (deviation 1);
+    a negative margin lets Γ' fall below Γ, and −100 is Ji et al.'s floor of 0."""
+    def bounds(**keys: Any) -> tuple[float, float]:
+        cfg = QualityConfig.from_engine(resolve_engine(_spec(2, 5_000, "quality", **keys)))
+        return cfg.target_bounds()
+
+    assert bounds() == pytest.approx((0.9925, 0.995))
+    assert bounds(target_margin=-0.5) == pytest.approx((0.985, 0.995))
+    assert bounds(target_margin=0.0, target_headroom=0.25) == pytest.approx((0.99, 0.9925))
+    assert bounds(target_margin=-100.0) == pytest.approx((0.0, 0.995))
+    assert bounds(target_margin=-100.0, recall=0.5) == pytest.approx((0.0, 0.75))
+    # model = "paper" keeps Eq. 7's [0, 1] whatever the band keys say
+    assert bounds(target_margin=0.5, model="paper") == (0.0, 1.0)
+    with pytest.raises(ConfigError, match=r"target_margin"):
+        _spec(2, 5_000, "quality", target_margin=0.6, target_headroom=0.5)
+    with pytest.raises(ConfigError, match=r"target_margin"):
+        _spec(2, 5_000, "quality", target_margin=-101.0)
+
+
+@pytest.mark.parametrize("margin", [0.25, -0.5, -100.0])
+def test_instant_target_is_eq7_clipped_to_the_configured_band(margin: float) -> None:
+    """Γ' of every step equals Eq. 7 solved by hand from the Result-Size Monitor's totals
+    and N_true(L), clipped to [max(0, Γ + m·(1 − Γ)), Γ + 0.5·(1 − Γ)]: a surplus (every
+    result produced) lets Γ' fall to the floor, then a deficit pushes it to the cap."""
+    pol = QualityPolicy(QualityConfig(0.9, 10_000, 1_000, 10, (1_000, 1_000), margin=margin))
+    floor, cap = pol.config.target_bounds()
+    assert floor == pytest.approx(max(0.0, 0.9 + 0.1 * margin))
+    seen, raw = [], []
+    for i in range(16):
+        for t in range(0, 1_000, 10):
+            for s in (0, 1):
+                ts = 1_000 * i + t
+                pol.observe_arrival(s, ts, 0)
+                # every result produced for 8 intervals, then half the tuples late
+                pol.observe_join(s, ts, 0, 100, 100, i >= 8 and t % 20 == 0)
+        row = pol.maybe_adapt(1_000 * (i + 1))
+        assert row is not None
+        prod, true = pol.monitor.totals()
+        nxt = row["n_true_next"]
+        eq7 = (0.9 * (true + nxt) - prod) / nxt if nxt > 0 else 0.9
+        assert row["instant_recall_target"] == pytest.approx(min(max(eq7, floor), cap))
+        seen.append(row["instant_recall_target"])
+        raw.append(eq7)
+    assert min(seen) == pytest.approx(max(floor, min(raw)))
+    assert min(raw) < 0.1 and max(seen) == pytest.approx(cap)

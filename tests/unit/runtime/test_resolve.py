@@ -20,7 +20,8 @@ JOIN: dict[str, Any] = {"streams": ["s1", "s2", "s3"], "windows_ms": [300, 400, 
 #: a value different from the default for every key of [disorder] and [shedding]
 DISORDER = {"mode": "max", "slack_ms": 7, "recall": 0.9, "period_ms": 30_000,
             "interval_ms": 500, "granularity_ms": 5, "late_estimate": "max", "eq_sel": True,
-            "model": "paper", "stat_rate": 250.0, "max_future_ms": 5_000, "max_late_ms": 9_000}
+            "model": "paper", "target_margin": -0.5, "target_headroom": 0.75,
+            "stat_rate": 250.0, "max_future_ms": 5_000, "max_late_ms": 9_000}
 SHEDDING = {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 2_000,
             "boost": 1.5, "shred_rate": 0.2, "budget": "wall", "capacity": 123.0, "queue": 5,
             "heuristic": "bo", "learn": False, "join_direction": False,

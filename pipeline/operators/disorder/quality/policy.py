@@ -20,8 +20,9 @@ results and
 
 Deviations from the paper (docs/NOTES.md has the measurements behind them):
 
-1. **Γ' is clipped to [Γ + margin·(1−Γ), Γ + headroom·(1−Γ)]** (defaults 0.25, 0.5),
-   not to [0, 1]. Eq. 7 alone is bang-bang: after a surplus Γ' falls far below Γ (K → 0),
+1. **Γ' is clipped to [Γ + margin·(1−Γ), Γ + headroom·(1−Γ)]** (defaults 0.25, 0.5;
+   ``[disorder] target_margin`` / ``target_headroom``), not to [0, 1]. Eq. 7 alone is
+   bang-bang: after a surplus Γ' falls far below Γ (K → 0),
    after a deficit Γ' = 1 and Alg. 3 returns K = MaxD^H, where it stays because a larger
    K brings no new evidence until the buffers have filled. The floor keeps a small
    margin against the model's residual optimism; the cap still lets Eq. 7 ask for more
@@ -130,13 +131,15 @@ class QualityConfig:
         base: dict[str, Any] = {
             "recall": d.recall, "period_ms": d.period_ms, "interval_ms": d.interval_ms,
             "granularity_ms": d.granularity_ms, "windows_ms": tuple(config.windows),
-            "late_estimate": d.late_estimate, "eq_sel": d.eq_sel, "stat_rate": d.stat_rate}
+            "late_estimate": d.late_estimate, "eq_sel": d.eq_sel, "stat_rate": d.stat_rate,
+            "margin": d.target_margin, "headroom": d.target_headroom}
         return cls(**(base | (PAPER_MODEL if d.model == "paper" else {})))
 
     def target_bounds(self) -> tuple[float, float]:
-        """[floor, cap] of Γ': Γ + (1 − Γ)·(margin, headroom); floor 0 if spend_surplus."""
+        """[floor, cap] of Γ': Γ + (1 − Γ)·(margin, headroom), the floor at least 0 (Ji et
+        al.'s, Eq. 7 clipped to [0, 1], is margin ≤ −Γ/(1 − Γ)); floor 0 if spend_surplus."""
         loss = 1.0 - self.recall
-        floor = 0.0 if self.spend_surplus else self.recall + loss * self.margin
+        floor = 0.0 if self.spend_surplus else max(self.recall + loss * self.margin, 0.0)
         return floor, max(self.recall + loss * self.headroom, floor)
 
     def model(self) -> ModelConfig:
