@@ -23,7 +23,7 @@ QUICK_MINUTES = 3.0
 #: beside the producer and three brokers on two cores the job works off about a third of
 #: it, and at 1× of its own rate every fault's stall leaves a backlog that the next
 #: batches still carry (docs/NOTES.md, issue 33, session 15)
-LOAD = 0.5
+LOAD = 0.6
 #: without a chaos run's measurement: this share of the full join's capacity as `harvest
 #: bench soak` measured it (per stream; at a third the committed run of session 11 was
 #: already busy all of every trigger)
