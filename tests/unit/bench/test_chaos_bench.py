@@ -19,6 +19,7 @@ from bench.chaos.plan import CATCH_UP_TRIGGERS, KINDS, max_offsets, schedule
 from bench.chaos.readback import Outcome
 from bench.chaos.recovery import commit_times, recovered_s
 from bench.chaos.report import payload
+from pipeline.core.errors import InfraError
 
 
 def test_the_full_run_fires_each_kind_twice_in_order() -> None:
@@ -170,3 +171,42 @@ def test_the_rate_follows_the_jobs_measured_rate_before_the_operators(
     assert rate_basis(tmp_path) == (round(LOAD * 700.0, 1), "job")
     (tmp_path / "chaos.json").write_text('{"capacity": null}')
     assert rate_basis(tmp_path)[1] == "operator"
+
+
+def test_a_node_starts_again_below_the_bench_and_is_put_back_once_it_answers() -> None:
+    """A fake launcher whose node is a `sleep`: it runs at the raised nice value while it
+    starts, and at the bench's once `start_niced` returns (lowering a nice value needs
+    privilege: without it the node stays where it started)."""
+    from bench.chaos.faults import start_niced
+
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    seen: list[int] = []
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start_node(node: int, timeout: float) -> SimpleNamespace:
+        proc = subprocess.Popen(["sleep", "30"])
+        procs.append(proc)
+        seen.append(os.getpriority(os.PRIO_PROCESS, proc.pid))
+        return SimpleNamespace(nodes=(SimpleNamespace(node=node, pid=proc.pid),
+                                      SimpleNamespace(node=node + 1, pid=None)))
+
+    try:
+        start_niced(SimpleNamespace(start_node=start_node), 2, 10)  # type: ignore[arg-type]
+        assert seen == [min(19, own + 10)]
+        after = os.getpriority(os.PRIO_PROCESS, procs[0].pid)
+        assert after == (own if os.geteuid() == 0 else seen[0])
+        assert os.getpriority(os.PRIO_PROCESS, 0) == own
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_node_that_fails_to_start_fails_the_fault() -> None:
+    from bench.chaos.faults import start_niced
+
+    def start_node(node: int, timeout: float) -> None:
+        raise InfraError(f"node {node} did not answer")
+
+    with pytest.raises(InfraError, match="node 3"):
+        start_niced(SimpleNamespace(start_node=start_node), 3, 10)  # type: ignore[arg-type]
