@@ -29,10 +29,10 @@ ENVELOPE_KEYS = ("stream", "seq", "event_time", "arrival_time")
 FETCH_MAX_WAIT_MS: int = JobSpec.model_fields["fetch_max_wait_ms"].default
 #: the source's client calls (``kafka.default.api.timeout.ms``, ``kafka.request.timeout.ms``;
 #: Kafka's defaults 60 s and 30 s) and how often the driver asks for offsets again
-#: (``fetchOffset.numRetries``, Spark's default 3): 12 attempts of 5 s, 1 s apart, ride
-#: through a minute without a broker as the defaults did (:func:`kafka_source`)
+#: (``fetchOffset.numRetries``, Spark's default 3): 30 attempts of 5 s, 1 s apart, ride
+#: through three minutes without a broker, as 3 attempts of 60 s did (:func:`kafka_source`)
 OFFSET_CALL_TIMEOUT_MS = 5_000
-OFFSET_ATTEMPTS = 12
+OFFSET_ATTEMPTS = 30
 
 
 @dataclass(frozen=True)
