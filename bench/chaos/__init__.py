@@ -29,15 +29,21 @@ micro-batch, the job ending cleanly) and ``faults``. Targets: ``faults_survived 
 faults`` (≥ 8 in the full run), nothing lost, no duplicate, equal to the oracle, and the
 median ``recovered_s`` of the broker faults ≤ 2 × the trigger.
 
-The rate is :data:`~bench.chaos.plan.LOAD` (a third) of the full join's per-stream
-capacity on this workload as `harvest bench soak` last measured it (``soak.json``;
-without one, :data:`~bench.chaos.plan.RATE_PER_STREAM`), recorded as
-``input_rate_per_stream`` and ``load``: at 1× the job with exactly-once output beside
-three brokers on two cores cannot keep up (docs/NOTES.md). A micro-batch reads at most
-:data:`~bench.chaos.plan.CATCH_UP_TRIGGERS` triggers of input (``[job]
-max_offsets_per_trigger``), so a restarted driver's backlog is read in batches that commit
-one after the other. Writes ``bench/results/chaos.json`` and
+The rate is :data:`~bench.chaos.plan.LOAD` of what the Spark job worked off in the last
+chaos run (``capacity.job_rate_per_stream`` of ``chaos.json``: records read per second of
+micro-batch time while the producer ran, :mod:`~bench.chaos.capacity`), so that the job is
+busy about that share of every trigger; without one, a third of the full join's
+per-stream capacity as `harvest bench soak` measured it (``soak.json``), else
+:data:`~bench.chaos.plan.RATE_PER_STREAM`. The JSON records ``input_rate_per_stream``,
+``capacity`` (what the rate was based on, the job's rate measured in this run and how)
+and ``load`` (the rate against the job's measured rate: the share of the run the job was
+busy). The operator's capacity is the join instance's alone; beside the producer and
+three brokers on two cores the whole job works off about a third of it (docs/NOTES.md).
+A micro-batch reads at most :data:`~bench.chaos.plan.CATCH_UP_TRIGGERS` triggers of input
+(``[job] max_offsets_per_trigger``), so a restarted driver's backlog is read in batches
+that commit one after the other. Writes ``bench/results/chaos.json`` and
 ``chaos.png``. Modules: :mod:`~bench.chaos.plan` (what runs), :mod:`~bench.chaos.faults`
 (the injections), :mod:`~bench.chaos.recovery` (commit times → ``recovered_s``),
-:mod:`~bench.chaos.report` (JSON, PNG), :mod:`~bench.chaos.main` (the run).
+:mod:`~bench.chaos.capacity` (the job's rate), :mod:`~bench.chaos.report` (JSON, PNG),
+:mod:`~bench.chaos.main` (the run).
 """

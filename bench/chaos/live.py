@@ -22,6 +22,8 @@ class Run:
     fired: list[dict[str, Any]] = field(default_factory=list)
     #: driver exits the bench did not cause (restarted too)
     unplanned_exits: list[int] = field(default_factory=list)
+    #: epoch at which the producer was seen to have ended (0: not yet)
+    input_end: float = 0.0
 
     @property
     def env(self) -> dict[str, str]:

@@ -11,9 +11,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.chaos.capacity import batches, job_rate
 from bench.chaos.faults import kill_leader, kill_python_worker
 from bench.chaos.live import Run
-from bench.chaos.plan import NODE_DOWN_S, NODES, Fault, plan, rate_per_stream
+from bench.chaos.plan import (
+    NODE_DOWN_S,
+    NODES,
+    Fault,
+    job_capacity,
+    plan,
+    rate_basis,
+    soak_capacity,
+)
 from bench.chaos.readback import Outcome, read_back
 from bench.chaos.recovery import commit_times
 from bench.chaos.report import payload, plot
@@ -110,6 +119,7 @@ def _finish(run: Run, producer: Child) -> int:
         _keep_job_alive(run)
         time.sleep(1.0)
     producer.wait(60.0)
+    run.input_end = time.time()
     return run.job.wait(900.0)
 
 
@@ -127,6 +137,25 @@ def _execute(run: Run) -> tuple[float, int, Child]:
     return t0, code, producer
 
 
+def _capacity(run: Run, t0: float, basis: str, results_dir: Path) -> dict[str, Any]:
+    """What the rate was based on and what the job worked off in this run
+    (:mod:`bench.chaos.capacity`)."""
+    chaos = run.chaos
+    end = run.input_end or t0 + 60.0 * chaos.minutes
+    measured = job_rate(batches(chaos.checkpoint), (t0, end), [f["epoch"] for f in run.fired])
+    streams = len(chaos.spec.join.streams)
+    return {
+        "basis": basis,
+        "planned_from_job_rate_per_stream": job_capacity(results_dir) if basis == "job"
+        else None,
+        "operator_rate_per_stream": soak_capacity(results_dir),
+        "job_rate_per_stream": round(measured[0] / streams, 1) if measured else None,
+        "batches_measured": measured[1] if measured else 0,
+        "method": "records read / micro-batch time (offsets file to commit file) over the "
+                  "batches inside the input with no fault in their span, per stream",
+    }
+
+
 def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | None = None
         ) -> int:
     """Benchmark entry point (see the package docstring)."""
@@ -135,7 +164,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | Non
     assert status.bootstrap is not None
     bootstrap = status.bootstrap
     try:
-        rate = rate_per_stream(results_dir)
+        rate, basis = rate_basis(results_dir)
         chaos = plan(quick, minutes, settings, _slack(settings, quick, minutes, rate), rate)
         print(f"chaos: {chaos.minutes:g} min at {chaos.rate:g}/s per stream on {NODES} "
               f"nodes ({bootstrap}); {len(chaos.faults)} faults", flush=True)
@@ -146,7 +175,8 @@ def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | Non
         outcome: Outcome = read_back(chaos, bootstrap, settings, producer)
     finally:
         launcher.down()
-    body = payload(live, t0, code, outcome, settings, results_dir)
+    body = payload(live, t0, code, outcome, settings, results_dir,
+                   _capacity(live, t0, basis, results_dir))
     write_json("chaos", body, results_dir)
     plot(body, results_dir)
     print(json.dumps({k: body[k] for k in ("faults", "faults_survived", "records_lost",

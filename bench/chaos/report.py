@@ -22,8 +22,10 @@ COLOURS = {"input_leader": "tab:blue", "results_leader": "tab:orange",
 
 
 def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Settings,
-            results_dir: Path) -> dict[str, Any]:
-    """Everything ``chaos.json`` holds."""
+            results_dir: Path, capacity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything ``chaos.json`` holds. ``load`` is the rate against what the job worked
+    off in this run (``capacity["job_rate_per_stream"]``: the share of the run the job was
+    busy), else against the operator's capacity (``soak.json``)."""
     chaos = run.chaos
     commits = commit_times(chaos.checkpoint)
     times = sorted(commits.values())
@@ -36,7 +38,8 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
               if f["kind"] in BROKER_KINDS and f["recovered_s"] is not None]
     trigger_s = chaos.spec.job.trigger_ms / 1000.0
     median_broker = statistics.median(broker) if broker else None
-    capacity = soak_capacity(results_dir)
+    job = (capacity or {}).get("job_rate_per_stream")
+    base = job or soak_capacity(results_dir)
     out = dataclasses.asdict(outcome)
     targets = {
         "faults_survived": survived == len(faults) and len(faults) >= (8 if not chaos.quick
@@ -49,7 +52,8 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
     return {
         "quick": chaos.quick, "minutes": chaos.minutes, "nodes": NODES, "master": MASTER,
         "input_rate_per_stream": chaos.rate,
-        "load": round(chaos.rate / capacity, 3) if capacity else None,
+        "load": round(chaos.rate / base, 3) if base else None,
+        "capacity": capacity,
         "trigger_ms": chaos.spec.job.trigger_ms, "until_idle_s": UNTIL_IDLE_S,
         "window_ms": chaos.spec.join.window_ms, "slack_ms": chaos.spec.disorder.slack_ms,
         "topic_prefix": chaos.prefix,

@@ -27,6 +27,12 @@ MAGIC = b"\xc3\x01"
 ENVELOPE_KEYS = ("stream", "seq", "event_time", "arrival_time")
 #: ``[job] fetch_max_wait_ms``'s default (:func:`kafka_source`)
 FETCH_MAX_WAIT_MS: int = JobSpec.model_fields["fetch_max_wait_ms"].default
+#: the source's client calls (``kafka.default.api.timeout.ms``, ``kafka.request.timeout.ms``;
+#: Kafka's defaults 60 s and 30 s) and how often the driver asks for offsets again
+#: (``fetchOffset.numRetries``, Spark's default 3): 30 attempts of 5 s, 1 s apart, ride
+#: through three minutes without a broker, as 3 attempts of 60 s did (:func:`kafka_source`)
+OFFSET_CALL_TIMEOUT_MS = 5_000
+OFFSET_ATTEMPTS = 30
 
 
 @dataclass(frozen=True)
@@ -113,11 +119,23 @@ def kafka_source(
     waited about that long every batch: its span grew with the setting, ~100–180 ms at
     10, ~340–365 ms at 250, 630–730 ms at 500 (docs/NOTES.md, issue 29). A range that
     holds records is answered at once whatever the setting, so a backlog drain does not
-    depend on it."""
+    depend on it.
+
+    The driver asks for the latest offsets with an ``Admin`` client whose call, once it has
+    a partition's leader, keeps waiting for that node: after a leader's SIGKILL the call
+    hung until the dead node was started again (28 s in the chaos bench; with the default
+    ``default.api.timeout.ms`` up to 60 s), while the partition had a new leader 4–7 s
+    after the kill. Spark retries a failed offset request with a new client, which asks
+    for the leaders afresh, so each call is bounded by :data:`OFFSET_CALL_TIMEOUT_MS` and
+    retried :data:`OFFSET_ATTEMPTS` times (docs/NOTES.md, issue 33, session 15)."""
+    timeout = str(OFFSET_CALL_TIMEOUT_MS)
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("kafka.fetch.max.wait.ms", str(fetch_max_wait_ms))
+        .option("kafka.default.api.timeout.ms", timeout)
+        .option("kafka.request.timeout.ms", timeout)
+        .option("fetchOffset.numRetries", str(OFFSET_ATTEMPTS))
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "false")

@@ -19,6 +19,7 @@ from bench.chaos.plan import CATCH_UP_TRIGGERS, KINDS, max_offsets, schedule
 from bench.chaos.readback import Outcome
 from bench.chaos.recovery import commit_times, recovered_s
 from bench.chaos.report import payload
+from pipeline.core.errors import InfraError
 
 
 def test_the_full_run_fires_each_kind_twice_in_order() -> None:
@@ -122,3 +123,90 @@ def test_the_rate_is_a_third_of_the_soaks_capacity(tmp_path: Path) -> None:
     assert rate_per_stream(tmp_path) == RATE_PER_STREAM
     (tmp_path / "soak.json").write_text('{"capacity": {"capacity_rate": 1800.0}}')
     assert rate_per_stream(tmp_path) == 600.0
+
+
+def _checkpoint_batch(checkpoint: Path, batch: int, started: float, committed: float,
+                      ends: tuple[int, int]) -> None:
+    """Spark's offsets file (version, metadata, the source's end offsets) and commit file
+    of one micro-batch, stamped with when it was planned and committed."""
+    offsets = checkpoint / "offsets" / str(batch)
+    commit = checkpoint / "commits" / str(batch)
+    for path in (offsets, commit):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    offsets.write_text('v1\n{"batchWatermarkMs":0}\n'
+                       f'{{"p.in.s1":{{"0":{ends[0]}}},"p.in.s2":{{"0":{ends[1]}}}}}\n')
+    commit.write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    os.utime(offsets, (started, started))
+    os.utime(commit, (committed, committed))
+
+
+def test_the_jobs_rate_is_records_over_batch_time_without_warm_up_or_faults(
+        tmp_path: Path) -> None:
+    """Against the sums written out by hand: batch 1 is the first to read records (warm-up,
+    left out), batch 3 has a fault in its span, batch 5 commits after the input ended."""
+    from bench.chaos.capacity import batches, job_rate
+
+    spans = [(0, 100.0, 104.0, (0, 0)), (1, 108.0, 120.0, (500, 500)),
+             (2, 120.0, 125.0, (1500, 1500)), (3, 128.0, 140.0, (2500, 2500)),
+             (4, 140.0, 143.0, (3100, 3100)), (5, 150.0, 161.0, (4000, 4000))]
+    for batch, started, committed, ends in spans:
+        _checkpoint_batch(tmp_path, batch, started, committed, ends)
+    (tmp_path / "commits" / ".4.crc").write_text("")
+    done = batches(tmp_path)
+    assert [(b.batch, b.records, b.span_s) for b in done] == [
+        (0, 0, 4.0), (1, 1000, 12.0), (2, 2000, 5.0), (3, 2000, 12.0), (4, 1200, 3.0),
+        (5, 1800, 11.0)]
+    assert job_rate(done, (99.0, 160.0), faults=[130.0]) == ((2000 + 1200) / (5.0 + 3.0), 2)
+    assert job_rate(done, (99.0, 160.0), faults=[122.0, 130.0, 141.0]) is None
+    assert batches(tmp_path / "none") == []
+
+
+def test_the_rate_follows_the_jobs_measured_rate_before_the_operators(
+        tmp_path: Path) -> None:
+    from bench.chaos.plan import LOAD, OPERATOR_SHARE, rate_basis
+
+    (tmp_path / "soak.json").write_text('{"capacity": {"capacity_rate": 1800.0}}')
+    assert rate_basis(tmp_path) == (round(OPERATOR_SHARE * 1800.0, 1), "operator")
+    (tmp_path / "chaos.json").write_text('{"capacity": {"job_rate_per_stream": 700.0}}')
+    assert rate_basis(tmp_path) == (round(LOAD * 700.0, 1), "job")
+    (tmp_path / "chaos.json").write_text('{"capacity": null}')
+    assert rate_basis(tmp_path)[1] == "operator"
+
+
+def test_a_node_starts_again_below_the_bench_and_is_put_back_once_it_answers() -> None:
+    """A fake launcher whose node is a `sleep`: it runs at the raised nice value while it
+    starts, and at the bench's once `start_niced` returns (lowering a nice value needs
+    privilege: without it the node stays where it started)."""
+    from bench.chaos.faults import start_niced
+
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    seen: list[int] = []
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start_node(node: int, timeout: float) -> SimpleNamespace:
+        proc = subprocess.Popen(["sleep", "30"])
+        procs.append(proc)
+        seen.append(os.getpriority(os.PRIO_PROCESS, proc.pid))
+        return SimpleNamespace(nodes=(SimpleNamespace(node=node, pid=proc.pid),
+                                      SimpleNamespace(node=node + 1, pid=None)))
+
+    try:
+        start_niced(SimpleNamespace(start_node=start_node), 2, 10)  # type: ignore[arg-type]
+        assert seen == [min(19, own + 10)]
+        after = os.getpriority(os.PRIO_PROCESS, procs[0].pid)
+        assert after == (own if os.geteuid() == 0 else seen[0])
+        assert os.getpriority(os.PRIO_PROCESS, 0) == own
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_node_that_fails_to_start_fails_the_fault() -> None:
+    from bench.chaos.faults import start_niced
+
+    def start_node(node: int, timeout: float) -> None:
+        raise InfraError(f"node {node} did not answer")
+
+    with pytest.raises(InfraError, match="node 3"):
+        start_niced(SimpleNamespace(start_node=start_node), 3, 10)  # type: ignore[arg-type]
