@@ -149,6 +149,10 @@ class SheddingConfig:
     #: GrubJoin on the wall budget: c_t learned from the timed runs, ``tuple_cost`` its
     #: floor (ours, wall_fit.py)
     learn_tuple_cost: bool = False
+    #: GrubJoin on the wall budget: c_t = the admitted tuples' own seconds per tuple over
+    #: the probing seconds per comparison, from the phase profile (ours, phase_cost.py);
+    #: ``tuple_cost`` its floor. ``learn_tuple_cost`` wins when both are on
+    measure_tuple_cost: bool = True
     #: GrubJoin: harvested outputs scaled by the realized / modelled results of each
     #: kind of configuration before the choice (ours, calibration.py)
     calibrate_output: bool = True

@@ -38,7 +38,8 @@ the call sequence above. A K policy is :class:`SteadyK` if K changes only in
 ``maybe_adapt`` and may be :class:`ObservesRuns`; a shedder is :class:`AdmitsRuns`
 (all of a run or, with no side effect, tuple by tuple) or :class:`DropsFromRuns` (the
 drop baselines: some tuples of a run), and may be :class:`PlansRuns` or
-:class:`NeverPlans`.
+:class:`NeverPlans`. A shedder that is :class:`ReadsProfile` is handed the instance's
+phase profile (the runtime attaches one when it asks).
 
 Every plug-in is created by ``cls.create(config, env)`` and restored by
 ``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
@@ -62,6 +63,7 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
 if TYPE_CHECKING:
+    from pipeline.core.profile import PhaseProfile
     from pipeline.operators.config import EngineConfig
 
 I64 = NDArray[np.int64]
@@ -251,6 +253,20 @@ class ObservesOutput(ABC):
     @abstractmethod
     def observe_output(self, results: int) -> None:
         """``results`` more results were produced (after a tuple or a run)."""
+
+
+class ReadsProfile(ABC):
+    """A :class:`Shedder` that reads the instance's phase profile
+    (:class:`~pipeline.core.profile.PhaseProfile`; ours, issue 28: GrubJoin measures its
+    per-tuple cost c_t from it on the wall clock)."""
+
+    @abstractmethod
+    def wants_profile(self) -> bool:
+        """Whether the runtime should time the phases for this shedder."""
+
+    @abstractmethod
+    def attach_profile(self, profile: PhaseProfile | None) -> None:
+        """The profile the engine laps on from now on (None: none)."""
 
 
 class NeverPlans(ABC):  # noqa: B024 (a declared ability without methods)

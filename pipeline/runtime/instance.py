@@ -26,7 +26,7 @@ from pipeline.core.profile import PhaseProfile
 from pipeline.diffusion.batches import BatchRouting
 from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
-from pipeline.operators.contract import PluginEnv
+from pipeline.operators.contract import PluginEnv, ReadsProfile
 from pipeline.operators.engine.engine import Engine
 from pipeline.operators.events import Event, JoinResult
 from pipeline.operators.validation.config import Admission, Rejected, ValidatorConfig
@@ -167,6 +167,9 @@ class JoinInstance:
         #: adaptive ATR: the running micro-batch's routing state, which owns the results
         #: and dead letters (set by the runtime before each batch; None = static ATR)
         self.batch_routing: BatchRouting | None = None
+        shedder = self.engine.shedder
+        if isinstance(shedder, ReadsProfile) and shedder.wants_profile():
+            self.attach_profile(PhaseProfile(wall_clock))
 
     def attach_profile(self, profile: PhaseProfile | None) -> None:
         """Time the phases of every later micro-batch on ``profile`` (its injected timer;

@@ -179,6 +179,8 @@ class SheddingSpec(BaseModel):
     tuple_cost: float = Field(default=1.0, ge=0.0)
     #: GrubJoin on the wall budget: learn c_t from the timed runs instead (wall_fit.py)
     learn_tuple_cost: bool = False
+    #: GrubJoin on the wall budget: c_t measured from the phase profile (phase_cost.py)
+    measure_tuple_cost: bool = True
     #: GrubJoin: scale harvested outputs by realized / modelled results (calibration.py)
     calibrate_output: bool = True
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

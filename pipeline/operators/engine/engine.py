@@ -22,7 +22,14 @@ from pipeline.core.errors import OperatorStateError
 from pipeline.core.gcpause import gc_paused
 from pipeline.core.profile import PhaseProfile
 from pipeline.operators.config import EngineConfig
-from pipeline.operators.contract import ObservesRuns, PluginEnv, Shedder, SlackPolicy, SteadyK
+from pipeline.operators.contract import (
+    ObservesRuns,
+    PluginEnv,
+    ReadsProfile,
+    Shedder,
+    SlackPolicy,
+    SteadyK,
+)
 from pipeline.operators.disorder.kslack import KSlack, KSlackConfig, Tagged
 from pipeline.operators.disorder.run_front import Released, kslack_run, sync_run
 from pipeline.operators.disorder.synchronizer import Synchronizer, SynchronizerConfig
@@ -83,6 +90,8 @@ class Engine:
         """Time the run path's phases on ``profile`` (None: stop timing)."""
         self.profile = profile
         self.step.profile = profile
+        if isinstance(self.shedder, ReadsProfile):
+            self.shedder.attach_profile(profile)
 
     @property
     def pairs_evaluated(self) -> int:

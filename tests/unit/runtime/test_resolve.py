@@ -26,7 +26,8 @@ SHEDDING = {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 2_0
             "boost": 1.5, "shred_rate": 0.2, "budget": "wall", "capacity": 123.0, "queue": 5,
             "heuristic": "bo", "learn": False, "join_direction": False,
             "partial_window": True, "seed": 3,
-            "tuple_cost": 2.0, "learn_tuple_cost": True, "calibrate_output": False,
+            "tuple_cost": 2.0, "learn_tuple_cost": True, "measure_tuple_cost": False,
+            "calibrate_output": False,
             "probe_cost": 0.5,
             "utilization": 0.7, "solver": "greedy",
             "queue_ms": 900, "warmup_ms": 4_000}

@@ -49,6 +49,7 @@ from pipeline.operators.contract import (
     ObservesOutput,
     PlansRuns,
     PluginEnv,
+    ReadsProfile,
     WallAccount,
 )
 from pipeline.operators.events import Event
@@ -84,6 +85,7 @@ from pipeline.operators.shedding.grubjoin.share import (
     by_partner,
 )
 from pipeline.operators.shedding.online_stats import OnlineStats
+from pipeline.operators.shedding.phase_cost import TupleCostMeter
 from pipeline.operators.shedding.throttle import (
     Ceiling,
     CeilingConfig,
@@ -95,6 +97,7 @@ from pipeline.operators.shedding.throttle import (
 from pipeline.operators.shedding.wall_fit import WallCostFit
 
 if TYPE_CHECKING:
+    from pipeline.core.profile import PhaseProfile
     from pipeline.operators.config import EngineConfig
 
 #: aging factor per adaptation step for histograms and selectivity sums
@@ -123,7 +126,7 @@ def _plan_from_data(data: dict[str, Any]) -> ProbePlan:
     return ProbePlan(order=order, windows=windows)
 
 
-class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
+class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
     """Runtime GrubJoin shedder; ``snapshot()``/``from_snapshot()`` restore it exactly."""
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
@@ -188,6 +191,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
         #: the fixed cost per tuple c_t in comparisons the model uses (_tuple_cost)
         self.wall_fit = WallCostFit()
         self.tuple_cost = sh.tuple_cost
+        #: wall clock (ours): c_t measured phase by phase (phase_cost.py)
+        self.cost_meter = TupleCostMeter(FIT_DECAY)
+        self.profile: PhaseProfile | None = None
         #: realized / modelled output per kind of configuration (ours, calibration.py)
         self.calibration = OutputCalibration(
             CalibrationConfig(CALIBRATION_DECAY, max(config.windows)))
@@ -197,6 +203,16 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
         """The engine's factory; a wall budget times with ``env.clock`` (the shedder never
         reads time itself)."""
         return cls(config, env)
+
+    def wants_profile(self) -> bool:
+        """The phase profile measures c_t on the wall clock (``measure_tuple_cost``)."""
+        sh = self.config.shedding
+        return (self.budget.queue() is not None and sh.measure_tuple_cost
+                and not sh.learn_tuple_cost)
+
+    def attach_profile(self, profile: PhaseProfile | None) -> None:
+        self.profile = profile
+        self.cost_meter.observe(profile)  # a new profile: a new mark
 
     # ------------------------------------------------------------------ per tuple
     def admit(self, event: Event, now: int) -> bool:
@@ -291,16 +307,30 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
         assert queue is not None, "charge_some follows an admit_some that returned a mask"
         self.service_ms = queue_charge_run(queue, costs, nows, self.last_before)
         self._observe_fit(costs, queue.last_took * costs.shape[0])
+        if self.profile is not None:
+            sh = self.config.shedding
+            x = np.where(costs > sh.tuple_cost, costs - sh.tuple_cost - sh.probe_cost, 0.0)
+            self.cost_meter.charge(int(costs.shape[0]), float(np.maximum(x, 0.0).sum()))
 
     def _tuple_cost(self) -> float:
-        """c_t in comparisons (the model's unit). Virtual CPU, or ``learn_tuple_cost``
-        off: ``tuple_cost`` as configured. Wall clock with ``learn_tuple_cost`` (ours):
+        """c_t in comparisons (the model's unit). Virtual CPU, or neither way of learning
+        it on: ``tuple_cost`` as configured. Wall clock with ``measure_tuple_cost`` and a
+        phase profile attached (ours): the admitted tuples' own seconds per tuple over
+        the probing seconds per comparison
+        (:class:`~pipeline.operators.shedding.phase_cost.TupleCostMeter`), never below
+        the configured value. Wall clock with ``learn_tuple_cost`` (ours):
         a/b of the seconds-per-tuple fit
         (:class:`~pipeline.operators.shedding.wall_fit.WallCostFit`) — what an admitted
         tuple costs besides its comparisons, which decides between admitting fewer tuples
         and harvesting less (admission.py) — never below the configured value; the last
         learned value while the runs do not determine the fit."""
         sh = self.config.shedding
+        if self.profile is not None and self.wants_profile():
+            self.cost_meter.observe(self.profile)
+            measured = self.cost_meter.value()
+            if measured is not None:
+                self.tuple_cost = max(sh.tuple_cost, measured)
+            return self.tuple_cost
         if self.budget.queue() is None or not sh.learn_tuple_cost:
             return sh.tuple_cost
         solved = self.wall_fit.solve()
@@ -537,6 +567,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
             "ceiling_admit": self.ceiling_admit,
             "wall_fit": self.wall_fit.snapshot(),
             "tuple_cost": self.tuple_cost,
+            "cost_meter": self.cost_meter.snapshot(),
             "calibration": self.calibration.snapshot(),
             **({} if self.extended is None else {
                 "extended": [_plan_to_data(p) for p in self.extended],
@@ -571,6 +602,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput):
                 obj.ceiling_admit = float(snap.get("ceiling_admit", 1.0))
             if "wall_fit" in snap:
                 obj.wall_fit = WallCostFit.restore(snap["wall_fit"])
+                obj.tuple_cost = float(snap["tuple_cost"])
+            if "cost_meter" in snap:
+                obj.cost_meter = TupleCostMeter.restore(FIT_DECAY, snap["cost_meter"])
                 obj.tuple_cost = float(snap["tuple_cost"])
             if "calibration" in snap:
                 obj.calibration = OutputCalibration.restore(obj.calibration.config,
