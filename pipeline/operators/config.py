@@ -153,6 +153,9 @@ class SheddingConfig:
     #: the probing seconds per comparison, from the phase profile (ours, phase_cost.py);
     #: ``tuple_cost`` its floor. ``learn_tuple_cost`` wins when both are on
     measure_tuple_cost: bool = True
+    #: GrubJoin on the wall budget: z = headroom × charged / C(1)·Δ every Δ instead of
+    #: the paper's multiplicative cut and boost (ours, throttle.measured_level)
+    measure_budget: bool = True
     #: GrubJoin: harvested outputs scaled by the realized / modelled results of each
     #: kind of configuration before the choice (ours, calibration.py)
     calibrate_output: bool = True

@@ -181,6 +181,8 @@ class SheddingSpec(BaseModel):
     learn_tuple_cost: bool = False
     #: GrubJoin on the wall budget: c_t measured from the phase profile (phase_cost.py)
     measure_tuple_cost: bool = True
+    #: GrubJoin on the wall budget: z measured every Δ (throttle.measured_level)
+    measure_budget: bool = True
     #: GrubJoin: scale harvested outputs by realized / modelled results (calibration.py)
     calibrate_output: bool = True
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

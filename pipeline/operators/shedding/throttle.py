@@ -202,6 +202,50 @@ BUSY_CUT = 0.8
 QUEUE_GUARD = 0.1
 
 
+#: the measured level (:func:`measured_level`) moves at most by these factors per Δ
+MEASURED_RISE = 10.0
+MEASURED_FALL = 0.25
+
+
+def measured_level(headroom: float, spent: float | None, z_old: float, idle: bool,
+                   boost: float) -> float:
+    """z on the wall clock from the interval's measurement (ours, issue 28).
+
+    The paper's cut z ← β·z with β = min(time headroom, consumed / pushed) compounds:
+    where part of what fills the input queue is work z cannot shed (an arrival's
+    validation and K-slack, Spark's per-row work behind the lag), the queue keeps
+    dropping while the join itself has time to spare, every Δ multiplies z by the
+    queue's β, and z spirals to its floor — the real job at 2× capacity went from z = 1
+    to 0.025 in 14 Δ. Here the level is what the interval's time bought: ``spent`` is
+    the configuration in force as a share of the full join under the step's model
+    (its modelled cost C({z}) at the admitted fraction, times the share of the offered
+    tuples the queue passed, over C(1)), and ``headroom`` the join's time available over
+    its time spent (:class:`JoinShare`: the available time less the unsheddable
+    overhead, the lag cap included), so
+
+        z = headroom · spent.
+
+    Both factors are measured in the same interval: a queue that drops because of
+    overhead while the join has room (headroom > 1) does not cut z, and a join that
+    overruns its share (headroom < 1) is cut in proportion, whatever the queue did. The
+    model's scale cancels (a ratio of its own costs). z_old only bounds the move to
+    [:data:`MEASURED_FALL`, :data:`MEASURED_RISE`] × z_old (one noisy interval cannot
+    swing it; from the floor z reaches 1 in 3 steps). An interval without tuples
+    (``spent`` None) keeps z; one whose join took no time raises it by the bound.
+    ``idle`` (the queue kept up: nothing dropped, no backlog) raises z by at least
+    ``boost`` (the paper's γ), so z never sits at its floor while the queue is empty."""
+    if spent is None:
+        level = z_old
+    elif math.isfinite(headroom):
+        level = headroom * spent
+    else:
+        level = MEASURED_RISE * z_old
+    level = min(max(level, MEASURED_FALL * z_old), MEASURED_RISE * z_old)
+    if idle:
+        level = max(level, boost * z_old)
+    return max(Z_MIN, min(1.0, level))
+
+
 def load_beta(beta_q: float, headroom: float) -> float:
     """The queue's cut: the paper's β = consumed / pushed (GrubJoin §IV-A), taken only
     under load (ours). The paper's queue overflows because tuples arrive faster than the

@@ -119,4 +119,4 @@ def test_the_shedder_charges_the_measured_cost_per_tuple_in_comparisons() -> Non
                                              PluginEnv(clock=clock, speedup=1.0))
     assert restored.tuple_cost == sh.tuple_cost
     assert restored.cost_meter.snapshot() == sh.cost_meter.snapshot()
-    assert FIT_DECAY == restored.cost_meter.decay
+    assert restored.cost_meter.decay == FIT_DECAY

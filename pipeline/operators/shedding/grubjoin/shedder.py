@@ -93,6 +93,7 @@ from pipeline.operators.shedding.throttle import (
     Throttle,
     ThrottleConfig,
     load_beta,
+    measured_level,
 )
 from pipeline.operators.shedding.wall_fit import WallCostFit
 
@@ -365,7 +366,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         z_old = self.throttle.z
         used = z_old if self.z_used is None else self.z_used
         rates = self.stats.rates(sh.adapt_interval_ms)
-        z = self.throttle.update(reading.beta, reading.headroom, used)
+        measured = queue is not None and sh.measure_budget
+        z = z_old if measured else self.throttle.update(reading.beta, reading.headroom, used)
         self.calibration.close(now, sh.adapt_interval_ms)
         if rates.sum() > 0:
             score_fn = self.hist.scores if sh.learn else self._flat
@@ -378,8 +380,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
                                         self._tuple_cost(), previous, indexed=self.indexed,
                                         window_cost=INDEX_WINDOW_COST,
                                         probe_cost=sh.probe_cost)
-            self.z_model = self._model_fraction(model, z, z_old)
-            cap = self._ceiling_fraction(model, reading, float(rates.sum()))
+            if measured:
+                z = self._measured(model, reading, z_old)
+            self.z_model = z if measured else self._model_fraction(model, z, z_old)
+            cap = None if measured else self._ceiling_fraction(model, reading,
+                                                               float(rates.sum()))
             capped = cap is not None and self.z_model > cap
             if capped and cap is not None:
                 self.z_model = cap
@@ -408,6 +413,23 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         self.wall_fit.age(FIT_DECAY)
         self.draws.reset()
         return self._row(now, z, reading, rates)
+
+    def _measured(self, model: HarvestModel, reading: BudgetReading, z_old: float) -> float:
+        """z from the interval's measurement (:func:`~pipeline.operators.shedding.
+        throttle.measured_level`): the configuration in force priced under this step's
+        model at the admitted fraction, times the share of the offered tuples the queue
+        passed, over C(1)."""
+        sh = self.config.shedding
+        full = model.full_cost()
+        spent: float | None = None
+        if reading.pushed > 0 and full > 0:
+            held = self.in_force if self.in_force is not None else np.tile(
+                np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
+            passed = reading.consumed / reading.pushed
+            spent = passed * self._price(model, held, self.share) / full
+        self.throttle.z = measured_level(reading.headroom, spent, z_old,
+                                         self._queue_empty(reading), sh.boost)
+        return self.throttle.z
 
     def _choose(self, model: HarvestModel) -> Joint:
         """The configuration for the budget z_model·C(1): GrubJoin's joint choice, or
