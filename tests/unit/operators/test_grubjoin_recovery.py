@@ -151,3 +151,31 @@ def test_the_wall_clock_learns_the_per_tuple_cost_in_comparisons() -> None:
     restored = GrubJoinShedder.from_snapshot(sh.config, sh.snapshot(),
                                              PluginEnv(clock=clock, speedup=1.0))
     assert restored.tuple_cost == sh.tuple_cost
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_overhead_z_cannot_shed_does_not_spiral_z_to_its_floor(measured: bool) -> None:
+    """Every Δ the micro-batch reports more work outside the join than the whole budget
+    (0.7 s of overhead against 0.6 s available): the queue drops arrivals at any z. The
+    measured level (``measure_budget``, throttle.measured_level) keeps the join at the
+    share it is guaranteed (JoinShare's floor) — z settles well above its floor — while
+    the paper's compounding cut z ← β·z by the queue's consumed / pushed spirals it to
+    the floor (the rule this replaced on the wall clock)."""
+    clock = _Clock()
+    sh = _shedder(clock, measure_budget=measured)
+    rng = np.random.default_rng(7)
+    rows = []
+    for step in range(40):
+        _interval(sh, clock, step * DELTA_MS, 1_000.0, rng)
+        wall = sh.wall_budget()
+        assert wall is not None
+        wall.observe_batch(0.7, None)
+        rows.append(sh.maybe_adapt((step + 1) * DELTA_MS))
+    assert all(r is not None for r in rows)
+    tail = [r["z"] for r in rows[-15:] if r is not None]
+    drops = sum(r["queue_drops"] for r in rows[-15:] if r is not None)
+    assert drops > 0, "the overhead must keep the queue dropping"
+    if measured:
+        assert min(tail) >= 0.05, tail
+    else:
+        assert max(tail) <= 0.01, tail
