@@ -17,9 +17,15 @@ join order S_{i1} → … → S_{i(n−1)}:
 * the path with the smallest Eq. 3 overhead, r_i·T·(|V_1| − 1 + Σ_k Π σ·r·W · |V'_k|),
   over the candidate join orders (every order for n ≤ 4, else n − 1 rotations of the
   shortest-window-first order: footnote 7's "limited number of good orders");
-* annotations: each covered segment is joined by exactly one host of its hop (the least
-  loaded that holds it), so no partial result is formed twice;
-* the segment itself is stored on V_1: loc(S_i[slot]) = V_1.
+* annotations: each covered segment is joined by exactly one host of its hop, the least
+  loaded of the hop's hosts that hold it (§3 step 3), so no partial result is formed
+  twice; the others skip it;
+* the segment itself is stored on V_1: loc(S_i[slot]) = V_1;
+* the chosen path's expected work (:meth:`CTRRouter.estimate`: tuples stored, partial
+  results received, candidates scanned per assigned slot, rows thinning as in Eq. 3) is
+  charged to its hosts' loads at once, so the next segment's cover sees it; the loads
+  themselves are whatever :class:`KeyLoads` measures (the virtual cluster: cost units of
+  the last few triggers, a utilization as Eq. 1's φ = U/C is).
 
 Segments of the *same* slot placed later in stream order are not in the table when an
 earlier one's path is made; once placed, each gets a host of every earlier path's hop
