@@ -5,7 +5,8 @@ trigger-sized micro-batches, each host joins its share in turn, and the per (hos
 batch) CPU time, cost units, tuples received, intermediate tuples shipped (CTR) and
 state give the asynchronous rate (each host queues its own input: the paper's model),
 the batch rate (Spark's per-batch barrier), scaling with G, imbalance and replication
-(:mod:`bench.diffusion.measures`). Every run is checked against the oracle. Parts
-(``--only``): ``calibrate, scaling, skew, streams, windows, selectivity, bursty,
-routing_cost``; results in ``bench/results/diffusion.json`` and ``diffusion_*.png``.
+(:mod:`bench.diffusion.measures`), on CPU time, on cost units and on the paper's
+simulation costs. Every run is checked against the oracle. Parts (``--only``):
+``calibrate, scaling, skew, streams, windows, selectivity, bursty, routing_cost,
+paper_scale``; results in ``bench/results/diffusion.json`` and ``diffusion_*.png``.
 """

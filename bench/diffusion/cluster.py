@@ -37,7 +37,21 @@ class Trace:
     route_cpu: float
     results: IntArray
     shipped: float = 0.0
+    #: per (key, batch) the paper's simulation cost (:func:`paper_units`)
+    paper: F64 | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+
+#: Gu et al. §6.2's simulated costs: 1 ms to send or receive a tuple, 10 ms per join probe
+RECEIVE_UNITS, PROBE_UNITS = 1.0, 10.0
+
+
+def paper_units(received: npt.ArrayLike, probes: npt.ArrayLike) -> F64:
+    """Cost in the paper's simulation model (§6.2), in ms: every tuple or partial result a
+    host receives costs 1, every probe (one tuple or partial result against one stream's
+    window on that host, however many tuples it holds) 10."""
+    return np.asarray(RECEIVE_UNITS * np.asarray(received, np.float64)
+                      + PROBE_UNITS * np.asarray(probes, np.float64))
 
 
 def batches(wl: Workload, trigger_ms: int) -> list[tuple[int, int, int]]:
@@ -57,7 +71,7 @@ def run_keys(wl: Workload, router: VRouter, groups: int, trigger_ms: int) -> Tra
     """Route and join the workload batch by batch on ``groups`` hosts."""
     plan = batches(wl, trigger_ms)
     shape = (groups, len(plan))
-    cpu, cost, received, state = (np.zeros(shape) for _ in range(4))
+    cpu, cost, received, state, paper = (np.zeros(shape) for _ in range(5))
     hosts = [Host(wl) for _ in range(groups)]
     found: list[IntArray] = [np.zeros((0, wl.m), np.int64)]
     route_cpu = 0.0
@@ -68,6 +82,7 @@ def run_keys(wl: Workload, router: VRouter, groups: int, trigger_ms: int) -> Tra
         route_cpu += time.process_time() - t0
         for k, host in enumerate(hosts):
             mine = gids[rows[keys == k]]
+            probes = host.probes
             c0 = time.process_time()
             host.add(mine)
             res, units = host.probe_all(mine)
@@ -76,6 +91,8 @@ def run_keys(wl: Workload, router: VRouter, groups: int, trigger_ms: int) -> Tra
             host.expire(until)
             cpu[k, b] = time.process_time() - c0
             cost[k, b], received[k, b], state[k, b] = units, len(mine), host.state()
+            paper[k, b] = paper_units(len(mine), host.probes - probes)
             found.append(res)
         router.observe(cost.sum(axis=1), state[:, b], received.sum(axis=1), until)
-    return Trace(groups, wl.n, cpu, cost, received, state, route_cpu, np.concatenate(found))
+    return Trace(groups, wl.n, cpu, cost, received, state, route_cpu, np.concatenate(found),
+                 paper=paper)

@@ -12,13 +12,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bench.diffusion.cluster import Trace, batches
-from bench.diffusion.join import Allowed, Host
+from bench.diffusion.cluster import Trace, batches, paper_units
+from bench.diffusion.join import Host, Spans
 from bench.diffusion.workload import Workload
 from pipeline.diffusion.ctr import CTRRouter, Path
 from pipeline.diffusion.load import KeyLoads
 
 IntArray = npt.NDArray[np.int64]
+#: CTR's loads are the cost units of the last this many triggers (Eq. 1's utilization)
+LOAD_HORIZON_TRIGGERS = 10
 
 
 class _Cost:
@@ -27,14 +29,20 @@ class _Cost:
     def __init__(self, groups: int) -> None:
         self.cpu = np.zeros(groups)
         self.units = np.zeros(groups)
+        self.recv = np.zeros(groups)
         self.shipped = 0
 
 
-def _in_slots(wl: Workload, T: int, slots: IntArray) -> Allowed:
-    """The annotation of one host on one hop: candidates of these slots only."""
-    def allowed(cand: IntArray) -> npt.NDArray[np.bool_]:
-        return np.isin(wl.ts[cand] // T, slots)
-    return allowed
+def _spans(T: int, slots: list[int]) -> Spans:
+    """The annotation of one host on one hop: its assigned slots as time spans (runs of
+    consecutive slots merged)."""
+    out: Spans = []
+    for e in sorted(slots):
+        if out and out[-1][1] == e * T:
+            out[-1] = (out[-1][0], (e + 1) * T)
+        else:
+            out.append((e * T, (e + 1) * T))
+    return out
 
 
 def _walk(wl: Workload, hosts: list[Host], path: Path, probers: IntArray, i: int,
@@ -46,17 +54,19 @@ def _walk(wl: Workload, hosts: list[Host], path: Path, probers: IntArray, i: int
     for k, hop in enumerate(path.hops):
         new: dict[int, IntArray] = {}
         for h in hop.hosts:
-            slots = np.asarray(sorted(e for e, x in hop.assign.items() if x == h), np.int64)
-            if len(slots) == 0:
+            slots = [e for e, x in hop.assign.items() if x == h]
+            if not slots:
                 continue
             if k == 0:
                 inp = cur.get(h, start[:0])
             else:
-                acc.shipped += sum(len(v) for p, v in cur.items() if p != h)
+                got = sum(len(v) for p, v in cur.items() if p != h)
+                acc.shipped += got
+                acc.recv[h] += got
+                acc.units[h] += got  # a received partial result costs what a received tuple does
                 inp = np.concatenate([start[:0], *cur.values()])
             c0 = time.process_time()
-            out, units = hosts[h].extend(inp, inp[:, i], hop.stream,
-                                         allowed=_in_slots(wl, T, slots))
+            out, units = hosts[h].extend(inp, inp[:, i], hop.stream, _spans(T, slots))
             acc.cpu[h] += time.process_time() - c0
             acc.units[h] += units
             new[h] = out
@@ -66,12 +76,17 @@ def _walk(wl: Workload, hosts: list[Host], path: Path, probers: IntArray, i: int
 
 def run_ctr(wl: Workload, groups: int, trigger_ms: int, segment_ms: int, *,
             selectivity: float, speeds: Sequence[float] | None = None,
-            weights: Sequence[float] = (1.0, 0.0, 0.0)) -> Trace:
-    """Route and join the workload with CTR on ``groups`` hosts."""
+            weights: Sequence[float] = (1.0, 0.0, 0.0),
+            load_horizon_ms: int | None = None) -> Trace:
+    """Route and join the workload with CTR on ``groups`` hosts; the set cover and the
+    annotations weigh hosts by their cost units over the last ``load_horizon_ms`` of
+    stream time (default ``LOAD_HORIZON_TRIGGERS`` triggers) plus the estimated cost of
+    the hop joins given to them and not yet run."""
     plan = batches(wl, trigger_ms)
     shape = (groups, len(plan))
-    cpu, cost, received, state = (np.zeros(shape) for _ in range(4))
-    loads = KeyLoads(groups, weights, speeds)
+    cpu, cost, received, state, paper = (np.zeros(shape) for _ in range(5))
+    loads = KeyLoads(groups, weights, speeds,
+                     recent_ms=load_horizon_ms or LOAD_HORIZON_TRIGGERS * trigger_ms)
     router = CTRRouter(groups, wl.windows, segment_ms, loads, selectivity)
     hosts = [Host(wl) for _ in range(groups)]
     found: list[IntArray] = [np.zeros((0, wl.m), np.int64)]
@@ -83,6 +98,7 @@ def run_ctr(wl: Workload, groups: int, trigger_ms: int, segment_ms: int, *,
         route_cpu += time.process_time() - t0
         table_bytes = max(table_bytes, router.table_bytes())
         acc = _Cost(groups)
+        probes = np.asarray([host.probes for host in hosts], np.float64)
         for k, host in enumerate(hosts):
             mine = gids[rows[keys == k]]
             c0 = time.process_time()
@@ -99,9 +115,11 @@ def run_ctr(wl: Workload, groups: int, trigger_ms: int, segment_ms: int, *,
             host.expire(until)
             state[k, b] = host.state()
         cpu[:, b], cost[:, b] = acc.cpu, acc.units
+        paper[:, b] = paper_units(received[:, b] + acc.recv, np.asarray(
+            [host.probes for host in hosts], np.float64) - probes)
         shipped += acc.shipped
         loads.observe(cost.sum(axis=1), state[:, b], received.sum(axis=1), until)
     trace = Trace(groups, wl.n, cpu, cost, received, state, route_cpu, np.concatenate(found),
-                  shipped=float(shipped))
+                  shipped=float(shipped), paper=paper)
     trace.extra["routing_table_bytes"] = table_bytes
     return trace

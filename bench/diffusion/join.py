@@ -9,13 +9,11 @@ is one candidate scanned plus one per prober (the engine's ``stats.cost`` with
 ``tuple_cost`` 1): deterministic, what adaptive routing balances on.
 
 :meth:`Host.extend` is one hop over this host's window of one stream, optionally
-restricted to the gids ``allowed`` (CTR's annotations); ATR runs every hop on one host
+restricted to time spans (CTR's annotations); ATR runs every hop on one host
 (:meth:`Host.probe_all`), CTR ships the partial results between hosts.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +21,8 @@ import numpy.typing as npt
 from bench.diffusion.workload import Workload
 
 IntArray = npt.NDArray[np.int64]
-Allowed = Callable[[IntArray], npt.NDArray[np.bool_]]
+#: half-open stream-time spans [a, b) a hop may scan (CTR: the slots a host was assigned)
+Spans = list[tuple[int, int]]
 EMPTY = np.zeros(0, np.int64)
 
 
@@ -34,6 +33,9 @@ class Host:
         self.wl = wl
         self.gids: list[IntArray] = [EMPTY] * wl.m
         self.ts: list[IntArray] = [EMPTY] * wl.m
+        #: probes so far: rows joined against one of this host's windows (the paper's
+        #: simulation charges each the same, however many tuples the window holds)
+        self.probes = 0
 
     def add(self, gids: IntArray) -> None:
         """Store tuples (ascending gids, all newer than what the host holds)."""
@@ -73,30 +75,45 @@ class Host:
                 ok &= wl.key[gc] == vj
         return ok
 
-    def extend(self, members: IntArray, prober: IntArray, j: int,
-               allowed: Allowed | None = None) -> tuple[IntArray, int]:
-        """One hop: the partial results ``members`` (rows × m gids, −1 = not yet) of
-        ``prober`` (one gid per row) joined with this host's window of stream ``j``;
-        returns the extended rows and the candidates scanned."""
-        if len(members) == 0:
-            return members, 0
+    def _ranges(self, prober: IntArray, j: int, spans: Spans | None
+                ) -> list[tuple[IntArray, IntArray]]:
+        """Per time span, each prober's ``[lo, hi)`` positions in this host's window of
+        stream ``j``: ``[x.ts − W_j, x)`` cut to the span (the whole window if none)."""
         px = self.wl.ts[prober]
         lo = np.searchsorted(self.ts[j], px - self.wl.windows[j], "left")
         hi = np.searchsorted(self.gids[j], prober, "left")
-        cnt = np.maximum(hi - lo, 0)
-        total = int(cnt.sum())
-        if total == 0:
+        if spans is None:
+            return [(lo, hi)]
+        return [(np.maximum(lo, np.searchsorted(self.ts[j], a, "left")),
+                 np.minimum(hi, np.searchsorted(self.ts[j], b, "left"))) for a, b in spans]
+
+    def extend(self, members: IntArray, prober: IntArray, j: int,
+               spans: Spans | None = None) -> tuple[IntArray, int]:
+        """One hop: the partial results ``members`` (rows × m gids, −1 = not yet) of
+        ``prober`` (one gid per row) joined with this host's window of stream ``j`` —
+        only its tuples in the time ``spans`` if given (CTR's annotations: a host scans
+        just the segments it was assigned); returns the extended rows and the candidates
+        scanned."""
+        if len(members) == 0:
+            return members, 0
+        self.probes += len(members)
+        rows_l, cand_l = [], []
+        for lo, hi in self._ranges(prober, j, spans):
+            cnt = np.maximum(hi - lo, 0)
+            total = int(cnt.sum())
+            if total == 0:
+                continue
+            rows_l.append(np.repeat(np.arange(len(members)), cnt))
+            offset = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            cand_l.append(self.gids[j][np.repeat(lo, cnt) + offset])
+        if not rows_l:
             return members[:0], 0
-        rows = np.repeat(np.arange(len(members)), cnt)
-        offset = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        cand = self.gids[j][np.repeat(lo, cnt) + offset]
+        rows, cand = np.concatenate(rows_l), np.concatenate(cand_l)
         sub = members[rows]
         ok = self._match(sub, cand, j)
-        if allowed is not None:
-            ok &= allowed(cand)
         out = sub[ok]
         out[:, j] = cand[ok]
-        return out, total
+        return out, len(cand)
 
     def probe_all(self, probers: IntArray) -> tuple[IntArray, int]:
         """Every hop on this host: the complete results whose last member is a prober,

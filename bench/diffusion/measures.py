@@ -8,6 +8,9 @@
 * ``imbalance = max_k / mean_k`` of the hosts' busy time; ``replication`` = tuples
   received / N; ``shipped_per_tuple`` = CTR's intermediate tuples / N;
 * the same two rates on cost units (``*_cost``): deterministic, free of timer noise;
+* ``async_rate_paper`` (tuples per 1000 units) and ``imbalance_paper`` on the paper's
+  simulation costs (:func:`bench.diffusion.cluster.paper_units`: 1 per tuple or partial
+  result received, 10 per probe of a window, whatever its size);
 * ``equals_oracle`` (the distinct results are the oracle's) and ``duplicates``.
 """
 
@@ -32,6 +35,7 @@ def measure(trace: Trace, truth: IntArray, speeds: Sequence[float] | None = None
     busy = trace.cpu / sp[:, None]
     units = trace.cost / sp[:, None]
     per_host = busy.sum(axis=1)
+    paper = None if trace.paper is None else (trace.paper / sp[:, None]).sum(axis=1)
     n = trace.n
     distinct = unique_rows(trace.results)
     return {
@@ -41,6 +45,10 @@ def measure(trace: Trace, truth: IntArray, speeds: Sequence[float] | None = None
         "routing_us_per_tuple": round(trace.route_cpu / n * 1e6, 2),
         "async_rate_cost": round(float(n / units.sum(axis=1).max() * 1000), 3),
         "batch_rate_cost": round(float(n / units.max(axis=0).sum() * 1000), 3),
+        "async_rate_paper": (None if paper is None
+                             else round(float(n / paper.max() * 1000), 3)),
+        "imbalance_paper": (None if paper is None
+                            else round(float(paper.max() / paper.mean()), 3)),
         "imbalance": round(float(per_host.max() / per_host.mean()), 3),
         "imbalance_cost": round(float(units.sum(axis=1).max() / units.sum(axis=1).mean()), 3),
         "replication": round(float(trace.received.sum()) / n, 3),

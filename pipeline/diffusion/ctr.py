@@ -17,9 +17,15 @@ join order S_{i1} → … → S_{i(n−1)}:
 * the path with the smallest Eq. 3 overhead, r_i·T·(|V_1| − 1 + Σ_k Π σ·r·W · |V'_k|),
   over the candidate join orders (every order for n ≤ 4, else n − 1 rotations of the
   shortest-window-first order: footnote 7's "limited number of good orders");
-* annotations: each covered segment is joined by exactly one host of its hop (the least
-  loaded that holds it), so no partial result is formed twice;
-* the segment itself is stored on V_1: loc(S_i[slot]) = V_1.
+* annotations: each covered segment is joined by exactly one host of its hop, the least
+  loaded of the hop's hosts that hold it (§3 step 3), so no partial result is formed
+  twice; the others skip it;
+* the segment itself is stored on V_1: loc(S_i[slot]) = V_1;
+* the chosen path's expected work (:meth:`CTRRouter.estimate`: tuples stored, partial
+  results received, candidates scanned per assigned slot, rows thinning as in Eq. 3) is
+  charged to its hosts' loads at once, so the next segment's cover sees it; the loads
+  themselves are whatever :class:`KeyLoads` measures (the virtual cluster: cost units of
+  the last few triggers, a utilization as Eq. 1's φ = U/C is).
 
 Segments of the *same* slot placed later in stream order are not in the table when an
 earlier one's path is made; once placed, each gets a host of every earlier path's hop
@@ -116,21 +122,28 @@ class CTRRouter:
         base = sorted(others, key=lambda j: (self.windows[j] * self.rates[j], j))
         return [tuple(base[k:] + base[:k]) for k in range(len(base))]
 
+    def _hop(self, j: int, slot: int, prev: list[int], w: npt.NDArray[np.float64]
+             ) -> tuple[list[int], dict[int, int]]:
+        """Hop over stream ``j`` (§4.1): the slots ``prev`` holds stay there, the rest by
+        the greedy cover; then each slot is joined by the least loaded of the hop's hosts
+        that hold it (§3 step 3's annotation)."""
+        slots = self._window_slots(j, slot)
+        assign = {e: h for e in slots for h in self.table[(j, e)] if h in prev}
+        rest = [e for e in slots if e not in assign]
+        assign |= greedy_cover(rest, {e: self.table[(j, e)] for e in rest}, w)
+        hosts = sorted(set(assign.values()))
+        for e in slots:
+            assign[e] = min((h for h in hosts if h in self.table[(j, e)]),
+                            key=lambda h: (w[h], h))
+        return sorted(set(assign.values())), assign
+
     def _path(self, i: int, slot: int, order: tuple[int, ...], w: npt.NDArray[np.float64]
               ) -> tuple[Path, float]:
         hops: list[Hop] = []
         prev: list[int] = []
         overhead, carried = 0.0, 1.0
         for k, j in enumerate(order):
-            slots = self._window_slots(j, slot)
-            assign: dict[int, int] = {}
-            for e in slots:  # covered by the previous hop already: join there
-                mine = [h for h in self.table[(j, e)] if h in prev]
-                if mine:
-                    assign[e] = min(mine, key=lambda h: (w[h], h))
-            rest = [e for e in slots if e not in assign]
-            assign |= greedy_cover(rest, {e: self.table[(j, e)] for e in rest}, w)
-            hosts = sorted(set(assign.values()))
+            hosts, assign = self._hop(j, slot, prev, w)
             idle = int(np.argmin(w))
             if k == 0 and (not hosts or (idle not in hosts and w[idle] < self.spread * min(
                     w[h] for h in hosts))):  # warm-up and spreading: by load alone
@@ -143,6 +156,25 @@ class CTRRouter:
             hops.append(Hop(j, hosts, assign))
             prev = hosts
         return Path(hops), self.rates[i] * self.T * overhead
+
+    def estimate(self, i: int, path: Path) -> dict[int, float]:
+        """Expected cost units per host of joining one segment of stream ``i`` along
+        ``path`` (the bench's cost unit: a tuple stored or a partial result received,
+        one each; a candidate scanned, one each): r_i·T probers on every V_1 host, then
+        per hop each assigned slot scanned by the rows that reach it (r_j·T candidates
+        per row), the rows thinning by σ·r_j·W_j per hop as in Eq. 3."""
+        rows = self.rates[i] * self.T
+        est = dict.fromkeys(path.hops[0].hosts, rows)
+        prev = path.hops[0].hosts
+        for hop in path.hops:
+            per_slot = rows * self.rates[hop.stream] * self.T
+            for h in hop.hosts:
+                est[h] = est.get(h, 0.0) + (rows if h not in prev else 0.0)
+            for h in hop.assign.values():
+                est[h] = est.get(h, 0.0) + per_slot
+            rows *= self.sigma * self.rates[hop.stream] * self.windows[hop.stream]
+            prev = hop.hosts
+        return est
 
     def _meet_earlier(self, j: int, slot: int, w: npt.NDArray[np.float64]) -> None:
         """Segment (j, slot) was just placed: every earlier path of the slot with a hop
@@ -170,9 +202,8 @@ class CTRRouter:
                           key=lambda p: p[1])
             self.paths[(i, slot)] = path
             self.table[(i, slot)] = list(path.hops[0].hosts)
-            start = slot * self.T
-            for h in path.hops[0].hosts:
-                self.loads.assign(h, start, start + self.T, share=1.0 / self.m)
+            for h, units in self.estimate(i, path).items():
+                self.loads.charge(h, (slot + 1) * self.T, units)
             self._meet_earlier(i, slot, w)
 
     def prune(self, slot: int) -> None:

@@ -53,7 +53,7 @@ class KeyLoads:
     """Usage counters of G route keys and Eq. 1 over them."""
 
     def __init__(self, groups: int, weights: Sequence[float] = (1.0, 0.0, 0.0),
-                 speeds: Sequence[float] | None = None) -> None:
+                 speeds: Sequence[float] | None = None, recent_ms: int | None = None) -> None:
         if groups < 1:
             raise ConfigError(f"job.groups: must be >= 1, got {groups}")
         self.weights = check_weights(weights)
@@ -68,6 +68,11 @@ class KeyLoads:
         self.pending: list[tuple[int, int, float]] = []
         self.observed_until: int | None = None
         self.first_seen: int | None = None
+        #: None: usage since the start; else CPU and bandwidth usage of the last
+        #: ``recent_ms`` of stream time only (a utilization, U/C of Eq. 1 over that span)
+        self.recent_ms = recent_ms
+        #: (until, cumulative cost, cumulative received) of the observations that span needs
+        self.history: list[tuple[int, F64, F64]] = []
 
     @property
     def groups(self) -> int:
@@ -89,6 +94,11 @@ class KeyLoads:
             self.first_seen = start
         self.pending.append((end, key, share * self.cost_per_ms() * (end - start)))
 
+    def charge(self, key: int, end: int, units: float) -> None:
+        """Estimated cost ``units`` of work given to ``key`` now and done by stream time
+        ``end`` (CTR's hop joins), counted until an observation reaches ``end``."""
+        self.pending.append((end, key, float(units)))
+
     def observe(self, cost: npt.ArrayLike, memory: npt.ArrayLike,
                 received: npt.ArrayLike, until: int) -> None:
         """The keys' cumulative usage after joining every tuple up to stream time
@@ -98,6 +108,20 @@ class KeyLoads:
         self.received = np.asarray(received, dtype=np.float64).copy()
         self.observed_until = until
         self.pending = [p for p in self.pending if p[0] > until]
+        if self.recent_ms is not None:
+            self.history.append((until, self.cost, self.received))
+            old = [n for n, h in enumerate(self.history) if h[0] <= until - self.recent_ms]
+            if old:
+                del self.history[:old[-1]]
+
+    def _usage(self) -> tuple[F64, F64]:
+        """CPU and bandwidth usage: since the start, or over the last ``recent_ms``."""
+        if self.recent_ms is None or self.observed_until is None:
+            return self.cost, self.received
+        base = [h for h in self.history if h[0] <= self.observed_until - self.recent_ms]
+        if not base:
+            return self.cost, self.received
+        return self.cost - base[-1][1], self.received - base[-1][2]
 
     def values(self) -> F64:
         """w_k of every key (Eq. 1): weighted usage over capacity, each resource over
@@ -106,7 +130,8 @@ class KeyLoads:
         for _, key, est in self.pending:
             pend[key] += est
         w = np.zeros(self.groups)
-        for weight, usage in zip(self.weights, (self.cost + pend, self.memory, self.received),
+        cost, received = self._usage()
+        for weight, usage in zip(self.weights, (cost + pend, self.memory, received),
                                  strict=True):
             if weight == 0.0:
                 continue
@@ -127,12 +152,17 @@ class KeyLoads:
                 "cost": self.cost.tolist(), "memory": self.memory.tolist(),
                 "received": self.received.tolist(),
                 "pending": [list(p) for p in self.pending],
-                "observed_until": self.observed_until, "first_seen": self.first_seen}
+                "observed_until": self.observed_until, "first_seen": self.first_seen,
+                **({} if self.recent_ms is None else {
+                    "recent_ms": self.recent_ms,
+                    "history": [[t, c.tolist(), r.tolist()] for t, c, r in self.history]})}
 
     @classmethod
     def from_snapshot(cls, snap: Mapping[str, Any]) -> KeyLoads:
         """Inverse of :meth:`snapshot`."""
-        out = cls(len(snap["speeds"]), snap["weights"], snap["speeds"])
+        out = cls(len(snap["speeds"]), snap["weights"], snap["speeds"], snap.get("recent_ms"))
+        out.history = [(int(t), np.asarray(c, dtype=np.float64), np.asarray(r, dtype=np.float64))
+                       for t, c, r in snap.get("history", [])]
         out.cost = np.asarray(snap["cost"], dtype=np.float64)
         out.memory = np.asarray(snap["memory"], dtype=np.float64)
         out.received = np.asarray(snap["received"], dtype=np.float64)

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,15 +22,18 @@ def _pair_ok(a: Tup, b: Tup, windows: Sequence[int], eps: float) -> bool:
             and abs(a[3] - b[3]) <= eps)
 
 
-def ctr_join(router: CTRRouter, batches: Sequence[Sequence[Tup]], eps: float
-             ) -> Counter[ResultKey]:
+def ctr_join(router: CTRRouter, batches: Sequence[Sequence[Tup]], eps: float,
+             usage: Sequence[Sequence[float]] = ()) -> Counter[ResultKey]:
     """Route batch by batch; probers walk their paths over what each host stores."""
     order = {t: n for n, t in enumerate(sorted((t for b in batches for t in b),
                                                key=lambda t: (t[2], t[0], t[1])))}
     stored: dict[int, list[Tup]] = {h: [] for h in range(router.groups)}
     out: Counter[ResultKey] = Counter()
     T, windows = router.T, router.windows
-    for batch in batches:
+    for b, batch in enumerate(batches):
+        if b < len(usage):  # what the hosts report between batches: any loads will do
+            router.loads.observe(usage[b], [0.0] * router.groups, [0.0] * router.groups,
+                                 b * 25)
         if not batch:
             continue
         rows, hosts = router.route(np.asarray([t[0] for t in batch]),
@@ -56,12 +60,17 @@ def ctr_join(router: CTRRouter, batches: Sequence[Sequence[Tup]], eps: float
 
 
 @st.composite
-def ctr_case(draw: st.DrawFn) -> tuple[CTRRouter, list[list[Tup]], float]:
+def ctr_case(draw: st.DrawFn
+             ) -> tuple[CTRRouter, list[list[Tup]], float, list[list[float]]]:
     m = draw(st.integers(2, 4))
     windows = draw(st.lists(st.integers(1, 40), min_size=m, max_size=m))
     groups = draw(st.integers(1, 4))
-    router = CTRRouter(groups, windows, draw(st.integers(3, 30)), KeyLoads(groups),
+    loads = KeyLoads(groups, recent_ms=draw(st.sampled_from([None, 25, 60])))
+    router = CTRRouter(groups, windows, draw(st.integers(3, 30)), loads,
                        spread=draw(st.sampled_from([0.0, 0.5, 1.0])))
+    grows = st.lists(st.floats(0, 50), min_size=groups, max_size=groups)
+    usage = np.cumsum(draw(st.lists(grows, max_size=9)) or np.zeros((0, groups)),
+                      axis=0).tolist()
     seqs = [0] * m
     tuples: list[Tup] = []
     for _ in range(draw(st.integers(1, 18 if m == 4 else 28))):
@@ -70,18 +79,44 @@ def ctr_case(draw: st.DrawFn) -> tuple[CTRRouter, list[list[Tup]], float]:
         seqs[s] += 1
     tuples.sort(key=lambda t: (t[2], t[0], t[1]))
     batches = [[t for t in tuples if b * 25 <= t[2] < (b + 1) * 25] for b in range(9)]
-    return router, batches, draw(st.sampled_from([1.0, 3.0, 10.0]))
+    return router, batches, draw(st.sampled_from([1.0, 3.0, 10.0])), usage
 
 
 @settings(max_examples=60, deadline=None)
 @given(ctr_case())
 def test_ctr_produces_each_result_exactly_once(
-        case: tuple[CTRRouter, list[list[Tup]], float]) -> None:
-    router, batches, eps = case
+        case: tuple[CTRRouter, list[list[Tup]], float, list[list[float]]]) -> None:
+    router, batches, eps, usage = case
     tuples = [t for b in batches for t in b]
     truth = Counter(tuple(sorted(k)) for k, _ in brute_join(tuples, router.windows, "band",
                                                             eps))
-    assert ctr_join(router, batches, eps) == truth
+    assert ctr_join(router, batches, eps, usage) == truth
+
+
+def test_recent_loads_forget_usage_older_than_the_horizon() -> None:
+    since_start, recent = KeyLoads(2), KeyLoads(2, recent_ms=100)
+    for loads in (since_start, recent):
+        loads.observe([100.0, 0.0], [0, 0], [0, 0], until=100)
+        loads.observe([100.0, 50.0], [0, 0], [0, 0], until=300)
+    assert since_start.least_loaded() == 1  # 100 against 50 since the start
+    assert recent.least_loaded() == 0  # the last 100 ms: 0 against 50
+    again = KeyLoads.from_snapshot(recent.snapshot())
+    assert again.values().tolist() == recent.values().tolist()
+    assert "recent_ms" not in since_start.snapshot()  # the adaptive router's format
+
+
+def test_the_estimate_charges_the_hosts_that_store_and_join() -> None:
+    router = CTRRouter(3, (100, 100), 50, KeyLoads(3))
+    router.rates = [0.1, 0.2]  # tuples per ms
+    for slot in range(4):
+        router.place_slot(slot)
+    path = router.paths[(0, 3)]
+    est = router.estimate(0, path)
+    assert set(path.hops[0].hosts) | set(path.hops[0].assign.values()) == set(est)
+    stored = 0.1 * 50
+    per_slot = stored * 0.2 * 50
+    assert sum(est.values()) == pytest.approx(
+        stored * len(path.hops[0].hosts) + per_slot * len(path.hops[0].assign))
 
 
 def test_greedy_cover_prefers_light_hosts_covering_more() -> None:
