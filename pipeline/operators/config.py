@@ -156,6 +156,10 @@ class SheddingConfig:
     #: GrubJoin on the wall budget: z = headroom × charged / C(1)·Δ every Δ instead of
     #: the paper's multiplicative cut and boost (ours, throttle.measured_level)
     measure_budget: bool = True
+    #: GrubJoin: an admitted fraction a < 1 keeps whole slices of ``basic_window_ms`` of
+    #: the engine clock, the same for every stream (ours, grubjoin/slices.py); false:
+    #: each tuple at random
+    admit_slices: bool = True
     #: GrubJoin: harvested outputs scaled by the realized / modelled results of each
     #: kind of configuration before the choice (ours, calibration.py)
     calibrate_output: bool = True

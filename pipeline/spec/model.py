@@ -183,6 +183,8 @@ class SheddingSpec(BaseModel):
     measure_tuple_cost: bool = True
     #: GrubJoin on the wall budget: z measured every Δ (throttle.measured_level)
     measure_budget: bool = True
+    #: GrubJoin: admitted fractions kept by time slices aligned across streams (slices.py)
+    admit_slices: bool = True
     #: GrubJoin: scale harvested outputs by realized / modelled results (calibration.py)
     calibrate_output: bool = True
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)

@@ -27,7 +27,7 @@ SHEDDING = {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 2_0
             "heuristic": "bo", "learn": False, "join_direction": False,
             "partial_window": True, "seed": 3,
             "tuple_cost": 2.0, "learn_tuple_cost": True, "measure_tuple_cost": False,
-            "measure_budget": False,
+            "measure_budget": False, "admit_slices": False,
             "calibrate_output": False,
             "probe_cost": 0.5,
             "utilization": 0.7, "solver": "greedy",

@@ -84,6 +84,7 @@ from pipeline.operators.shedding.grubjoin.share import (
     MIN_SHARE,
     by_partner,
 )
+from pipeline.operators.shedding.grubjoin.slices import slices_kept
 from pipeline.operators.shedding.online_stats import OnlineStats
 from pipeline.operators.shedding.phase_cost import TupleCostMeter
 from pipeline.operators.shedding.throttle import (
@@ -219,9 +220,18 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
     def admit(self, event: Event, now: int) -> bool:
         self.stats.observe_arrival(event.stream)
         a = float(self.admit_fraction[event.stream])
-        if a < 1.0 and self.admit_rng.random() >= a:
-            return False  # shed at random before the join (admission.py)
+        if a < 1.0 and not self._offered(np.array([now], dtype=np.int64),
+                                         np.array([a]))[0]:
+            return False  # shed before the join (admission.py, slices.py)
         return self.budget.admit(now)
+
+    def _offered(self, nows: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Which tuples with admitted fractions ``a`` < 1 reach the queue: whole slices of
+        the engine clock (``admit_slices``, slices.py), else each at random."""
+        sh = self.config.shedding
+        if sh.admit_slices:
+            return slices_kept(nows, a, sh.seed, sh.basic_window_ms)
+        return np.asarray(self.admit_rng.random(a.shape[0]) < a)
 
     def plan(self, direction: int) -> ProbePlan | None:
         if self.legacy_draws:
@@ -299,7 +309,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         if (a < 1.0).any():  # :meth:`admit`'s draws, in tuple order
             offered = np.ones(streams.shape[0], dtype=bool)
             at = np.flatnonzero(a < 1.0)
-            offered[at] = self.admit_rng.random(at.shape[0]) < a[at]
+            offered[at] = self._offered(nows[at], a[at])
         return queue_admit_run(queue, nows, self.service_ms, offered)
 
     def charge_some(self, costs: np.ndarray, nows: np.ndarray) -> None:
@@ -464,6 +474,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             "orders": [list(p.order or ()) for p in self.plans] if self.plans else None,
             "probe_share": round(self.share, 6),
             "admit": [round(float(a), 6) for a in self.admit_fraction],
+            "admit_mean": round(float(np.mean(self.admit_fraction)), 6),
             "tuple_cost": round(self.tuple_cost, 3),
             "harvest_weight": round(self.calibration.weight(), 4),
             "queue_drops": reading.dropped,
