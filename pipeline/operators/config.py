@@ -153,8 +153,9 @@ class SheddingConfig:
     #: the probing seconds per comparison, from the phase profile (ours, phase_cost.py);
     #: ``tuple_cost`` its floor. ``learn_tuple_cost`` wins when both are on
     measure_tuple_cost: bool = True
-    #: GrubJoin on the wall budget: z = headroom × charged / C(1)·Δ every Δ instead of
-    #: the paper's multiplicative cut and boost (ours, throttle.measured_level)
+    #: GrubJoin on the wall budget: z = headroom × (consumed / pushed) × C(in force) / C(1)
+    #: every Δ instead of the paper's multiplicative cut and boost (ours,
+    #: throttle.measured_level)
     measure_budget: bool = True
     #: GrubJoin: an admitted fraction a < 1 keeps whole slices of ``basic_window_ms`` of
     #: the engine clock, the same for every stream (ours, grubjoin/slices.py); false:

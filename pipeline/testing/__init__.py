@@ -12,5 +12,6 @@ with ``pyspark[sql]``, is imported only when a :mod:`~pipeline.testing.frames` h
 * :mod:`~pipeline.testing.frames` — the Spark processor's micro-batch frames, without Spark;
 * :mod:`~pipeline.testing.state` — a transactional in-memory stand-in for Spark's state
   handle;
-* :mod:`~pipeline.testing.cli` — the CLI contract check (bad values exit 2).
+* :mod:`~pipeline.testing.cli` — the CLI contract check (bad values exit 2);
+* :mod:`~pipeline.testing.wall` — a counter clock and GrubJoin on the wall queue behind it.
 """

@@ -20,8 +20,7 @@ import pytest
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.shedding.grubjoin.shedder import EMPTY_SHARE, GrubJoinShedder
 from pipeline.operators.shedding.throttle import Z_MIN
-from pipeline.runtime.resolve import resolve_engine
-from pipeline.testing.streams import make_spec
+from pipeline.testing.wall import ManualClock, wall_grubjoin
 
 DELTA_MS = 1_000
 RUN_MS = 100
@@ -33,20 +32,8 @@ def _t1(rate: float) -> float:
     return 200e-6 * rate / 1000.0
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def _shedder(clock: _Clock, **extra: object) -> GrubJoinShedder:
-    spec = make_spec(3, "band", [10_000] * 3, shedding={
-        "mode": "grubjoin", "budget": "wall", "basic_window_ms": 1_000,
-        "adapt_interval_ms": DELTA_MS, "utilization": 0.6, "learn": False,
-        "shred_rate": 0.0, **extra})
-    return GrubJoinShedder(resolve_engine(spec), PluginEnv(clock=clock, speedup=1.0))
+def _shedder(clock: ManualClock, **extra: object) -> GrubJoinShedder:
+    return wall_grubjoin(clock, adapt_interval_ms=DELTA_MS, learn=False, **extra)
 
 
 def _scan_share(sh: GrubJoinShedder) -> float:
@@ -54,7 +41,7 @@ def _scan_share(sh: GrubJoinShedder) -> float:
     return float(np.mean(sh.fractions)) * sh.share if sh.plans is not None else 1.0
 
 
-def _interval(sh: GrubJoinShedder, clock: _Clock, start: int, rate: float,
+def _interval(sh: GrubJoinShedder, clock: ManualClock, start: int, rate: float,
               rng: np.random.Generator) -> None:
     """One Δ of input at ``rate`` per stream, in runs of RUN_MS."""
     for a in range(start, start + DELTA_MS, RUN_MS):
@@ -71,7 +58,7 @@ def _interval(sh: GrubJoinShedder, clock: _Clock, start: int, rate: float,
 
 def test_step_down_recovers_within_three_steps_and_never_floors_with_an_empty_queue(
 ) -> None:
-    clock = _Clock()
+    clock = ManualClock()
     sh = _shedder(clock)
     rng = np.random.default_rng(5)
     rows = []
@@ -98,7 +85,7 @@ def test_an_overhead_lump_does_not_floor_z_once_the_queue_is_empty() -> None:
     """One micro-batch reports 2 s of work outside the join (e.g. a state save): the
     queue overflows for a while, but once it is empty again z is not held at its floor
     by the decayed overhead estimate (JoinShare) and is back at 1 within 3 steps."""
-    clock = _Clock()
+    clock = ManualClock()
     sh = _shedder(clock)
     rng = np.random.default_rng(3)
     rows = []
@@ -128,7 +115,7 @@ def test_the_wall_clock_learns_the_per_tuple_cost_in_comparisons() -> None:
     plus 8 ns per comparison: the shedder's c_t (what the cost model charges per
     tuple, in comparisons) becomes 40e-6 / 8e-9 = 5,000 from the timed runs, whose
     comparisons per tuple differ."""
-    clock = _Clock()
+    clock = ManualClock()
     sh = _shedder(clock, learn_tuple_cost=True)
     off = _shedder(clock)
     rng = np.random.default_rng(11)
@@ -161,7 +148,7 @@ def test_overhead_z_cannot_shed_does_not_spiral_z_to_its_floor(measured: bool) -
     share it is guaranteed (JoinShare's floor) — z settles well above its floor — while
     the paper's compounding cut z ← β·z by the queue's consumed / pushed spirals it to
     the floor (the rule this replaced on the wall clock)."""
-    clock = _Clock()
+    clock = ManualClock()
     sh = _shedder(clock, measure_budget=measured)
     rng = np.random.default_rng(7)
     rows = []

@@ -16,8 +16,7 @@ from pipeline.core.profile import PhaseProfile
 from pipeline.operators.contract import PluginEnv
 from pipeline.operators.shedding.grubjoin.shedder import FIT_DECAY, GrubJoinShedder
 from pipeline.operators.shedding.phase_cost import OWN_PHASES, TupleCostMeter
-from pipeline.runtime.resolve import resolve_engine
-from pipeline.testing.streams import make_spec
+from pipeline.testing.wall import ManualClock, wall_grubjoin
 
 step = st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 5.0), st.floats(0.0, 5.0),
                  st.integers(0, 1_000), st.floats(0.0, 1e7))
@@ -69,28 +68,13 @@ def test_a_new_profile_starts_a_new_mark() -> None:
     assert meter.snapshot() == pytest.approx(
         {"own_s": 8.0, "probe_s": 6.0, "tuples": 15.0, "comparisons": 150.0})
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def _shedder(clock: _Clock, **extra: object) -> GrubJoinShedder:
-    spec = make_spec(3, "band", [10_000] * 3, shedding={
-        "mode": "grubjoin", "budget": "wall", "basic_window_ms": 1_000,
-        "adapt_interval_ms": 1_000, "utilization": 0.6, "shred_rate": 0.0, **extra})
-    return GrubJoinShedder(resolve_engine(spec), PluginEnv(clock=clock, speedup=1.0))
-
-
 def test_the_shedder_charges_the_measured_cost_per_tuple_in_comparisons() -> None:
     """A machine where an admitted tuple's own phases take 30 µs and probing takes
     2 ns per comparison: c_t = 30e-6 / 2e-9 = 15,000 comparisons. Without a profile
     (or with ``measure_tuple_cost = false``) c_t stays as configured."""
-    clock = _Clock()
-    sh, off, no_profile = _shedder(clock), _shedder(clock, measure_tuple_cost=False), \
-        _shedder(clock)
+    clock = ManualClock()
+    sh, off = wall_grubjoin(clock), wall_grubjoin(clock, measure_tuple_cost=False)
+    no_profile = wall_grubjoin(clock)
     assert sh.wants_profile() and not off.wants_profile()
     prof = PhaseProfile(clock)
     sh.attach_profile(prof)

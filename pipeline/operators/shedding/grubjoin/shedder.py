@@ -284,16 +284,19 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         if queue is not None:
             self._observe_fit(np.array([cost]), queue.last_took)
 
-    def _observe_fit(self, costs: np.ndarray, seconds: float) -> None:
-        """One timed run for the c_t fit (``learn_tuple_cost`` only): its tuples, the
-        comparisons in their charged costs (the engine adds c_t, and c_p if it probed)
-        and the ``seconds`` it took."""
+    def _comparisons(self, costs: np.ndarray) -> float:
+        """The comparisons in a run's charged costs (the engine adds c_t to each, and c_p
+        to those that probed)."""
         sh = self.config.shedding
-        if not sh.learn_tuple_cost or costs.shape[0] == 0:
-            return
         x = np.where(costs > sh.tuple_cost, costs - sh.tuple_cost - sh.probe_cost, 0.0)
-        self.wall_fit.observe(float(costs.shape[0]), float(np.maximum(x, 0.0).sum()),
-                              seconds)
+        return float(np.maximum(x, 0.0).sum())
+
+    def _observe_fit(self, costs: np.ndarray, seconds: float) -> None:
+        """One timed run for the c_t fit (``learn_tuple_cost`` only): its tuples, their
+        comparisons and the ``seconds`` it took."""
+        if not self.config.shedding.learn_tuple_cost or costs.shape[0] == 0:
+            return
+        self.wall_fit.observe(float(costs.shape[0]), self._comparisons(costs), seconds)
 
     def admit_some(self, streams: np.ndarray, nows: np.ndarray) -> np.ndarray | None:
         """Ours (the engine's batch path): the tuples of a run the wall queue admits, as
@@ -319,9 +322,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         self.service_ms = queue_charge_run(queue, costs, nows, self.last_before)
         self._observe_fit(costs, queue.last_took * costs.shape[0])
         if self.profile is not None:
-            sh = self.config.shedding
-            x = np.where(costs > sh.tuple_cost, costs - sh.tuple_cost - sh.probe_cost, 0.0)
-            self.cost_meter.charge(int(costs.shape[0]), float(np.maximum(x, 0.0).sum()))
+            self.cost_meter.charge(int(costs.shape[0]), self._comparisons(costs))
 
     def _tuple_cost(self) -> float:
         """c_t in comparisons (the model's unit). Virtual CPU, or neither way of learning
@@ -433,10 +434,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         full = model.full_cost()
         spent: float | None = None
         if reading.pushed > 0 and full > 0:
-            held = self.in_force if self.in_force is not None else np.tile(
-                np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
             passed = reading.consumed / reading.pushed
-            spent = passed * self._price(model, held, self.share) / full
+            spent = passed * self._price(model, self._held(model), self.share) / full
         self.throttle.z = measured_level(reading.headroom, spent, z_old,
                                          self._queue_empty(reading), sh.boost)
         return self.throttle.z
@@ -530,6 +529,13 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
                            - expected_terms(model, whole)[0]).sum())
         return cost
 
+    def _held(self, model: HarvestModel) -> np.ndarray:
+        """The counts in force by (direction, partner stream); full scans before the first
+        configuration."""
+        if self.in_force is not None:
+            return self.in_force
+        return np.tile(np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
+
     def _model_fraction(self, model: HarvestModel, z: float, z_old: float) -> float:
         """The throttle fraction handed to the solver, in the model's own cost units.
 
@@ -557,8 +563,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         if full <= 0:
             return None
         if learn:
-            held = self.in_force if self.in_force is not None else np.tile(
-                np.asarray(self.n_windows, dtype=np.int64), (model.m, 1))
+            held = self._held(model)
             if ceiling.counts is None or self._price(model, held, self.share) < self._price(
                     model, np.asarray(ceiling.counts, dtype=np.int64), ceiling.share,
                     self.ceiling_admit):

@@ -6,8 +6,7 @@ every stream is thinned, and a result — which needs all m members — survives
 probability a^m. Tail drop in front of the join keeps whole stretches instead: its queue
 overflows for a while and then admits everything, for every stream at once, so the
 tuples it keeps are contemporaries, and in a join whose matches lie at short lags their
-partners were kept with them (about a of the output rather than a^m; the positions
-workload at 2× capacity: GrubJoin admitting at random made 0.35× tail drop's output).
+partners were kept with them (about a of the output rather than a^m).
 
 Here the engine clock (stream time at release, which the Synchronizer keeps in timestamp
 order across the streams) is cut into slices of ``slice_ms``; slice k gets one uniform
