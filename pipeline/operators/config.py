@@ -164,6 +164,14 @@ class SheddingConfig:
     #: GrubJoin: harvested outputs scaled by the realized / modelled results of each
     #: kind of configuration before the choice (ours, calibration.py)
     calibrate_output: bool = True
+    #: GrubJoin on the wall budget: when the choice is the full join at an admitted
+    #: fraction or probe share below 1 (tail drop's point), admit and probe everything and
+    #: let the bounded input queue drop what does not fit, as tail drop does (ours)
+    full_by_queue: bool = True
+    #: GrubJoin with window shredding: harvested outputs weighted by the capture the
+    #: next Δ's shredded probes measure for the harvest under test, instead of realized
+    #: over modelled results (ours, capture.py)
+    check_capture: bool = True
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = 0.0
     utilization: float = 0.8

@@ -187,6 +187,10 @@ class SheddingSpec(BaseModel):
     admit_slices: bool = True
     #: GrubJoin: scale harvested outputs by realized / modelled results (calibration.py)
     calibrate_output: bool = True
+    #: GrubJoin on the wall budget: the full join's point left to the input queue
+    full_by_queue: bool = True
+    #: GrubJoin with shredding: harvests weighted by their measured capture (capture.py)
+    check_capture: bool = True
     #: cost units of a tuple's probe itself, whatever it scans (ours; 0 = the paper's model)
     probe_cost: float = Field(default=0.0, ge=0.0)
     utilization: float = Field(default=0.8, gt=0.0, le=1.0)

@@ -16,9 +16,10 @@ adaptation interval Δ of the configuration in force,
 
     r_k = exp( Σ_t d^{T−t}·log((R_t + 1) / (E_t + 1)) / Σ_t d^{T−t} ),
 
-with R_t the results the join produced in interval t, E_t = O_t·Δ the results the model
+with R_t the results the join produced in interval t, E_t = p_t·O_t·Δ the results the model
 predicted for it (O_t the modelled output per second of the configuration installed at
-its start, in the same per-Δ units as the rates λ_i), and d the aging factor
+its start, in the same per-Δ units as the rates λ_i; p_t the share of offered tuples the
+input queue passed, whose drops are a trigger's contemporaries), and d the aging factor
 (:data:`DECAY`); the +1 keeps an interval without results finite; a kind counts as r = 1
 until :data:`MIN_INTERVALS` of its intervals were counted. Intervals in which fewer than
 :data:`MIN_EXPECTED` results were predicted, and those within one window span of a switch
@@ -83,11 +84,15 @@ class OutputCalibration:
         """Results the join produced (the engine's ``observe_output``)."""
         self.results += int(results)
 
-    def close(self, now: int, interval_ms: int) -> float | None:
+    def close(self, now: int, interval_ms: int, passed: float = 1.0) -> float | None:
         """Ends the interval at clock ``now``: counts its ratio for the kind in force when
-        it qualifies; the log ratio counted (None: not counted)."""
+        it qualifies; the log ratio counted (None: not counted). ``passed`` is the share
+        of the offered tuples the input queue let through in the interval: the model's
+        output assumes every offered tuple joins, so E_t is scaled by it — the queue's
+        drops are contemporaries (a trigger's tail), which keep about that share of the
+        results, and they would otherwise count against whichever kind was in force."""
         got, self.results = self.results, 0
-        expected = self.predicted * interval_ms / 1000.0
+        expected = self.predicted * interval_ms / 1000.0 * min(1.0, max(0.0, passed))
         if self.kind is None or now < self.settled_at or expected < MIN_EXPECTED:
             return None
         ratio = math.log((got + 1.0) / (expected + 1.0))

@@ -65,14 +65,16 @@ from pipeline.operators.shedding.grubjoin.admission import (
 )
 from pipeline.operators.shedding.grubjoin.calibration import DECAY as CALIBRATION_DECAY
 from pipeline.operators.shedding.grubjoin.calibration import (
+    FULL,
     CalibrationConfig,
     OutputCalibration,
     kind_of,
 )
+from pipeline.operators.shedding.grubjoin.capture import CaptureCheck
 from pipeline.operators.shedding.grubjoin.correlation import CorrelationConfig, LagHistograms
 from pipeline.operators.shedding.grubjoin.directions import expected_terms, paper_fractions
 from pipeline.operators.shedding.grubjoin.draws import PlanDraws, draws_per_tuple
-from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M
+from pipeline.operators.shedding.grubjoin.greedy import EXACT_MAX_M, configure
 from pipeline.operators.shedding.grubjoin.plans import (
     harvest_plans,
     scanned_fractions,
@@ -199,6 +201,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         #: realized / modelled output per kind of configuration (ours, calibration.py)
         self.calibration = OutputCalibration(
             CalibrationConfig(CALIBRATION_DECAY, max(config.windows)))
+        #: the harvest under test checked against each Δ's shredded probes (capture.py)
+        self.capture = CaptureCheck(config.m, self.n_windows)
 
     @classmethod
     def create(cls, config: EngineConfig, env: PluginEnv) -> GrubJoinShedder:
@@ -358,6 +362,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         if self.config.shedding.learn:
             self.hist.observe(feedback)
         self.stats.observe_probe(feedback, self.draws.fractions.get(feedback.order))
+        self.capture.observe(feedback)
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
@@ -379,7 +384,9 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         rates = self.stats.rates(sh.adapt_interval_ms)
         measured = queue is not None and sh.measure_budget
         z = z_old if measured else self.throttle.update(reading.beta, reading.headroom, used)
-        self.calibration.close(now, sh.adapt_interval_ms)
+        passed = reading.consumed / reading.pushed if reading.pushed > 0 else 1.0
+        self.calibration.close(now, sh.adapt_interval_ms, passed)
+        self.capture.close()
         if rates.sum() > 0:
             score_fn = self.hist.scores if sh.learn else self._flat
             previous = None if self.plans is None else np.array(
@@ -399,7 +406,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             capped = cap is not None and self.z_model > cap
             if capped and cap is not None:
                 self.z_model = cap
-            joint = self._choose(model)
+            joint = self._by_queue(model, self._choose(model))
             counts, share, admit = joint.counts, joint.share, float(joint.admit[0])
             self.calibration.install(kind_of(counts, model.max_counts()), joint.output, now)
             if capped and self.in_force is not None:
@@ -416,6 +423,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             model_a = scaled(model, admit)
             perm = yield_order(model_a, counts) if REORDER else None
             self._install(model_a, counts, scores, perm)
+            self._test_harvest(model, joint, scores)
             self.in_force = by_partner(model, counts)
             self.fractions = ((counts + self.extra[:, None]) / model.max_counts()
                               ).round(4).tolist()
@@ -451,11 +459,67 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             self.pending_extra = got.extra
             return Joint(np.ones(model.m), got.counts, 1.0, got.cost, got.output)
         if sh.join_direction:
-            weight = self.calibration.weight() if sh.calibrate_output else 1.0
+            weight = self._harvest_weight()
             return choose(model, budget, sh.heuristic, sh.solver, harvest_weight=weight)
         counts, share = same_fraction(model, budget)
         return Joint(np.ones(model.m), counts, share, joint_cost(model, 1.0, counts, share),
                      joint_output(model, 1.0, counts, share))
+
+    def _captures(self) -> bool:
+        """Whether the capture check (capture.py) weighs harvests: output calibration on
+        and window shredding feeding it."""
+        sh = self.config.shedding
+        return (sh.calibrate_output and sh.check_capture and sh.shred_rate > 0
+                and not sh.partial_window)
+
+    def _harvest_weight(self) -> float:
+        """The factor on harvested outputs before the choice: the capture check's
+        ρ / π with shredding on (capture.py), else realized over modelled results
+        (calibration.py); 1 with ``calibrate_output = false``."""
+        if not self.config.shedding.calibrate_output:
+            return 1.0
+        return self.capture.weight() if self._captures() else self.calibration.weight()
+
+    def _test_harvest(self, model: HarvestModel, joint: Joint,
+                      scores: list[list[np.ndarray]]) -> None:
+        """The harvest the next Δ's shredded probes check (capture.py): the one
+        installed, or with the full join installed the paper's harvest at full admission
+        for the same budget, so a harvest's capture keeps being measured while none is in
+        force; π = O({z}) / O(1) at the same admission."""
+        if not self._captures():
+            return
+        full = model.max_counts()
+        counts, admit = joint.counts, float(joint.admit[0])
+        plans = self.plans
+        if kind_of(counts, full) == FULL:
+            counts, admit = configure(model, min(1.0, self.z_model), self.config.shedding.heuristic,
+                                      self.config.shedding.solver), 1.0
+            if not counts.any() or kind_of(counts, full) == FULL:
+                self.capture.install(None, 0.0)
+                return
+            model_1 = scaled(model, 1.0)
+            plans = harvest_plans(model_1, counts, scores,
+                                  yield_order(model_1, counts) if REORDER else None)
+        whole = joint_output(model, admit, full, 1.0)
+        promised = joint_output(model, admit, counts, 1.0) / whole if whole > 0 else 0.0
+        self.capture.install(plans, promised)
+
+    def _by_queue(self, model: HarvestModel, joint: Joint) -> Joint:
+        """Ours (``full_by_queue``, wall budget): the full join chosen at an admitted
+        fraction or probe share below 1 — tail drop's point, priced by the model — is
+        installed at full admission and full probing, and the bounded input queue drops
+        what does not fit, as it does behind tail drop. The queue measures what fits in
+        the time the join really has; the model's fraction is only as good as its cost
+        estimates (c_t, c_p, the budget), and an underestimate left spare time unused
+        for several Δ while z climbed back (positions at 2×, docs/NOTES.md)."""
+        full = model.max_counts()
+        if (not self.config.shedding.full_by_queue or self.budget.queue() is None
+                or kind_of(joint.counts, full) != FULL
+                or (float(np.min(joint.admit)) >= 1.0 and joint.share >= 1.0)):
+            return joint
+        return Joint(np.ones(model.m), joint.counts, 1.0,
+                     joint_cost(model, 1.0, joint.counts, 1.0),
+                     joint_output(model, 1.0, joint.counts, 1.0))
 
     def _row(self, now: int, z: float, reading: BudgetReading, rates: np.ndarray
              ) -> dict[str, Any]:
@@ -476,6 +540,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             "admit_mean": round(float(np.mean(self.admit_fraction)), 6),
             "tuple_cost": round(self.tuple_cost, 3),
             "harvest_weight": round(self.calibration.weight(), 4),
+            "weight_used": round(self._harvest_weight(), 4),
+            "capture_weight": round(self.capture.weight(), 4),
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
             **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
@@ -607,6 +673,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             "tuple_cost": self.tuple_cost,
             "cost_meter": self.cost_meter.snapshot(),
             "calibration": self.calibration.snapshot(),
+            "capture": self.capture.snapshot(),
             **({} if self.extended is None else {
                 "extended": [_plan_to_data(p) for p in self.extended],
                 "extra": self.extra.tolist()}),
@@ -647,6 +714,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             if "calibration" in snap:
                 obj.calibration = OutputCalibration.restore(obj.calibration.config,
                                                             snap["calibration"])
+            if "capture" in snap:
+                obj.capture = CaptureCheck.restore(config.m, obj.n_windows, snap["capture"])
             if "extended" in snap:
                 obj.extended = tuple(_plan_from_data(p) for p in snap["extended"])
                 obj.extra = np.asarray(snap["extra"], dtype=np.float64)
