@@ -4,8 +4,12 @@ through a fake follower."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ from rich.console import Console
 
 from connectors.io.consumer import Consumed, Undecodable
 from pipeline.app.top.checkpoint import Batch, parse_offsets, read_batches
+from pipeline.app.top.keys import quit_keys
 from pipeline.app.top.live import Target, fold, refresh
 from pipeline.app.top.model import STALE_S, TopModel
 from pipeline.app.top.view import json_line, render, sparkline
@@ -169,3 +174,37 @@ def test_one_refresh_folds_topics_checkpoint_and_lag(tmp_path: Path) -> None:
     fold(model, [Consumed("p.metrics", 0, 1, None, None, "m", _metric("1", T0, 0.2))],
          Target("p.metrics", None, None, {}))
     assert [r["instance"] for r in model.snapshot(T0)["instances"]] == ["0", "1"]
+
+
+def test_the_header_names_undecodable_results() -> None:
+    model = TopModel()
+    model.add_metric(_metric("0", T0, 0.5))
+    model.add_result(None)
+    console = Console(record=True, width=300, color_system=None)
+    console.print(render(model.snapshot(T0)))
+    assert "(1 results undecodable" in console.export_text()
+
+
+def test_q_quits_on_a_terminal_and_the_terminal_is_restored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    master, slave = os.openpty()
+    with os.fdopen(slave, "r") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        before = termios.tcgetattr(slave)
+        with quit_keys() as wait:
+            assert not termios.tcgetattr(slave)[3] & termios.ICANON  # keys one at a time
+            assert wait(0.05) is False
+            os.write(master, b"x")
+            assert wait(0.05) is False  # another key: go on
+            os.write(master, b"q")
+            start = time.monotonic()
+            assert wait(30.0) is True
+            assert time.monotonic() - start < 5.0
+        assert termios.tcgetattr(slave) == before
+    os.close(master)
+
+
+def test_without_a_terminal_wait_only_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
+    with quit_keys() as wait:
+        assert wait(0.01) is False
