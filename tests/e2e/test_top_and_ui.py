@@ -49,10 +49,10 @@ def _ui_answers(url: str, timeout_s: float = 30.0) -> int:
 
 def _top_on_a_terminal(argv: list[str], env: dict[str, str], timeout_s: float = 120.0
                        ) -> str:
-    """`harvest top` on a pseudo-terminal (200 x 50): the screen it drew until its table
+    """`harvest top` on an 80 x 24 pseudo-terminal: the screen it drew until its tables
     showed an instance (the sparkline columns), then ``q``; it must exit 0 within 10 s."""
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", "top", *argv],
                             stdin=slave, stdout=slave, stderr=slave,
                             env={**env, "TERM": "xterm-256color"})
@@ -145,6 +145,10 @@ def test_top_follows_a_running_job_and_its_ui_answers(
         screen = _top_on_a_terminal(["--spec", str(SPEC), "--checkpoint", str(checkpoint)],
                                     {**os.environ, **env})
         assert "harvest top: sensors" in screen and "micro-batches" in screen, screen[-3000:]
+        frame = screen.replace("\r", "").split("harvest top: sensors")[-1]
+        rows = [line.split() for line in frame.splitlines() if line[:1].isdigit()]
+        # every number of an instance on 80 columns: nothing squeezed out
+        assert any(len(r) == 9 and re.fullmatch(r"\d\.\d{3}", r[3]) for r in rows), frame
 
         lines = subprocess.run(
             [sys.executable, "-m", "pipeline.cli.main", "top", "--metrics-topic",

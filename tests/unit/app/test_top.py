@@ -125,13 +125,44 @@ def test_the_view_shows_rates_z_and_the_configuration() -> None:
     console.print(render(snap, "harvest top: demo"))
     text = console.export_text()
     assert "harvest top: demo" in text and "live" in text
-    row = next(line for line in text.splitlines() if line.lstrip("│ ").startswith("0 "))
-    assert "300.0" in row and "10.0" in row and "0.432" in row
-    assert "1.00 .50 | .25 .00 | 1.00 1.00" in row and "1,500" in row and "1,234" in row
+    numbers, history = (line for line in text.splitlines() if line.startswith("0 "))
+    assert numbers.split() == ["0", "300", "10.0", "0.432", "1,500", "7", "3", "0.970",
+                               "1,234"]
+    assert "1.00 .50 | .25 .00 | 1.00 1.00" in history
     assert json.loads(json_line(snap))["instances"][0]["z"] == 0.4321
     empty = Console(record=True, width=120, color_system=None)
     empty.print(render(TopModel().snapshot(T0)))
     assert "waiting for the job's metrics" in empty.export_text()
+
+
+def _busy_model() -> TopModel:
+    """Three instances with large values everywhere and 150 s of history."""
+    model = TopModel()
+    for i in range(3000):
+        model.add_result({"instance": str(i % 3), "emit_time": T0 - 150_000 + i * 50})
+    for name in ("0", "1", "17"):
+        for k in range(30):
+            model.add_metric(_metric(name, T0 - 150_000 + k * 5000, 0.3 + k / 50,
+                                     rate_in=654_321.0, k_ms=12_530, queue_drops=1_234_567,
+                                     state_size=9_106_569,
+                                     extra={"validator_late": 2_345_678.0}))
+    return model
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_every_number_fits_an_80_column_terminal(width: int) -> None:
+    console = Console(record=True, width=width, color_system=None)
+    console.print(render(_busy_model().snapshot(T0), "harvest top: demo (demo2334334acc)"))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    numbers = next(line.split() for line in text.splitlines() if line.startswith("17 "))
+    assert numbers == ["17", "654k", "0.0", "0.880", "12,530", "1.23M", "2.35M", "0.970",
+                       "9.11M"]
+    bars = min(30, (width - 8 - 30 - 6) // 2)  # instance, z_ij, three gaps of 2
+    history = [line for line in text.splitlines() if line.startswith("0 ")][1]
+    assert f"out/s history {bars * 5}s" in text
+    assert history.split()[-1] == sparkline(
+        _busy_model().snapshot(T0)["instances"][0]["history"]["z"][-bars:], top=1.0)
 
 
 def test_sparkline_scales_and_leaves_gaps() -> None:
