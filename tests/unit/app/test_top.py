@@ -231,6 +231,9 @@ def test_q_quits_on_a_terminal_and_the_terminal_is_restored(
             start = time.monotonic()
             assert wait(30.0) is True
             assert time.monotonic() - start < 5.0
+            os.write(master, b"xq")
+            assert wait(0.0) is True  # no time left (a slow refresh): q is still read
+            assert wait(-1.0) is False
         assert termios.tcgetattr(slave) == before
     os.close(master)
 
