@@ -112,8 +112,9 @@ def _header(snap: dict[str, Any], title: str) -> Text:
     text = Text(f"{title}   {clock} {state}   q quits\n", style="bold")
     text.append(f"query: {_num(job['batches'])} micro-batches   batch "
                 f"{_num(job['batch_ms_last'])} ms (p50 {_num(job['batch_ms_p50'])})   "
-                f"input {_num(job['input_rows_per_s'], 1)} rows/s   lag {lag_text}\n")
-    text.append(f"results {_num(totals['results'])}   metrics rows {_num(totals['metrics'])}")
+                f"input {_rate(job['input_rows_per_s'])} rows/s\n")
+    text.append(f"lag {lag_text}   results {_num(totals['results'])}   metrics rows "
+                f"{_num(totals['metrics'])}")
     if totals["undecodable_results"]:
         text.append(f" ({_num(totals['undecodable_results'])} results undecodable: not in "
                     "the rates; --spec decodes a spec's own result schema)", style="yellow")

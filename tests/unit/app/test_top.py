@@ -146,6 +146,9 @@ def _busy_model() -> TopModel:
                                      rate_in=654_321.0, k_ms=12_530, queue_drops=1_234_567,
                                      state_size=9_106_569,
                                      extra={"validator_late": 2_345_678.0}))
+    model.set_batches([Batch(12_345, T0, T0 + 11_862, {("in.s1", 0): 10}),
+                       Batch(12_346, T0 + 1000, T0 + 12_862, {("in.s1", 0): 4_000_010})])
+    model.set_lag({("in.s1", 0): 10_000_000})
     return model
 
 
@@ -155,6 +158,9 @@ def test_every_number_fits_an_80_column_terminal(width: int) -> None:
     console.print(render(_busy_model().snapshot(T0), "harvest top: demo (demo2334334acc)"))
     text = console.export_text()
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    lines = text.splitlines()
+    assert lines[1].startswith("query: 12,347 micro-batches") and "4.00M rows/s" in lines[1]
+    assert lines[2].startswith("lag 5,999,990 records   results 3,000")
     numbers = next(line.split() for line in text.splitlines() if line.startswith("17 "))
     assert numbers == ["17", "654k", "0.0", "0.880", "12,530", "1.23M", "2.35M", "0.970",
                        "9.11M"]
