@@ -42,6 +42,10 @@ from pipeline.core.settings import PROJECT_ROOT, load_settings
 
 _KAFKA_SOURCES: list[str] = []
 
+# The tests keep the Spark UI off: every `harvest submit` / `harvest demo` they start, in
+# this process or as a child that inherits the environment, unless it passes --ui.
+os.environ.setdefault("HARVEST_SPARK_UI", "false")
+
 
 def _announce(request: pytest.FixtureRequest, text: str, fixture: str = "kafka_bootstrap"
               ) -> None:

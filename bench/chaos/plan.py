@@ -96,7 +96,7 @@ class Chaos:
         """`harvest submit` on the run's checkpoint (the same for every restart)."""
         return ["submit", "--spec", str(self.spec_path), "--master", MASTER,
                 "--topic-prefix", self.prefix, "--checkpoint", str(self.checkpoint),
-                "--until-idle", f"{UNTIL_IDLE_S:g}", "--max-restarts", "3"]
+                "--until-idle", f"{UNTIL_IDLE_S:g}", "--max-restarts", "3", "--no-ui"]
 
 
 def soak_capacity(results_dir: Path) -> float | None:

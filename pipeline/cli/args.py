@@ -51,3 +51,12 @@ def float_list(item: Callable[[str], float] = float) -> Callable[[str], list[flo
             ) from None
 
     return parse
+
+
+def ui_flag(value: bool | None, default: bool) -> bool:
+    """``--ui`` / ``--no-ui`` when given, else ``default`` (``HARVEST_SPARK_UI``).
+
+    >>> ui_flag(None, True), ui_flag(False, True), ui_flag(True, False), ui_flag(None, False)
+    (True, False, True, False)
+    """
+    return default if value is None else value

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.cli.args import float_list, non_negative_int, positive_float
+from pipeline.cli.args import float_list, non_negative_int, positive_float, ui_flag
 from pipeline.core.settings import Settings
 
 #: the defaults of :class:`pipeline.app.demo.DemoConfig` (kept equal by a unit test; the demo
@@ -48,9 +48,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--results-dir", type=Path, default=None,
                    help="where demo.png/demo.json go (default HARVEST_RESULTS_DIR: "
                    "bench/results in a checkout, else HARVEST_CACHE_DIR/results)")
-    p.add_argument("--ui", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--ui", action=argparse.BooleanOptionalAction, default=None,
                    help="the job's Spark UI on 127.0.0.1 (port 4040 or the next free one), "
-                   "its URL printed (default on; --no-ui: off)")
+                   "its URL printed (default: HARVEST_SPARK_UI, on; --no-ui: off)")
     p.set_defaults(handler=run)
 
 
@@ -64,7 +64,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     cfg = DemoConfig(
         spec_path=args.spec, duration_s=args.duration, speedup=args.speedup,
         load=args.load, rate=args.rate, max_rate=args.max_rate, disorder=args.disorder,
-        lags_s=tuple(args.lags), seed=args.seed, master=args.master, ui=args.ui,
+        lags_s=tuple(args.lags), seed=args.seed, master=args.master,
+        ui=ui_flag(args.ui, settings.spark_ui),
     )
     demo = run_demo(cfg, settings)
     summary = summarize(demo, cfg.duration_s)

@@ -9,7 +9,8 @@ instead of joining. Prints a JSON summary line (batches, input rows, results, me
 dead letters) on stdout when it stops. The Spark UI runs on 127.0.0.1 (port 4040 or the
 next free one; a remote master: Spark's own address) and its URL is logged as
 ``spark ui``; the streaming query is named ``<spec>-<mode>-<prefix>`` (``--name``,
-default the spec file's name). ``--no-ui`` turns the UI off.
+default the spec file's name). ``--no-ui`` turns the UI off (``HARVEST_SPARK_UI=false``:
+off unless ``--ui``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import signal
 from pathlib import Path
 from types import FrameType
 
-from pipeline.cli.args import non_negative_int, positive_float, positive_int
+from pipeline.cli.args import non_negative_int, positive_float, positive_int, ui_flag
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 from pipeline.spec.model import load_spec
@@ -59,9 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="after a failure, restart the job from its checkpoint (backoff 2 s, "
                    "doubling up to 60 s; each restart is logged); exit 1 after N restarts "
                    "(default 0: fail at once)")
-    p.add_argument("--ui", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--ui", action=argparse.BooleanOptionalAction, default=None,
                    help="the Spark UI on 127.0.0.1, port 4040 or the next free one; its URL "
-                   "is logged at start (default on; --no-ui: off)")
+                   "is logged at start (default: HARVEST_SPARK_UI, on; --no-ui: off)")
     p.add_argument("--name", default=None,
                    help="names the streaming query <name>-<mode>-<prefix> in the Spark UI "
                    "(default: the spec file's name, e.g. sensors)")
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if cfg.foreign:  # the user's topics must exist (never created): fail before Spark starts
         wait_for_inputs(cfg, settings.kafka_client_config(), INPUTS_TIMEOUT_S)
     session = SessionConfig(master=args.master, app_name=f"harvest-{cfg.mode}",
-                            jars=jars, ui=args.ui,
+                            jars=jars, ui=ui_flag(args.ui, settings.spark_ui),
                             shuffle_partitions=spec.job.partitions,
                             driver_memory=args.driver_memory,
                             state_memory_mb=settings.state_memory_mb,

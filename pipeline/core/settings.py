@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     native_allocator: Literal["auto", "glibc"] = "auto"
     #: RocksDB state store memory per Spark JVM (block cache + write buffers), MB
     state_memory_mb: int = Field(default=64, ge=8, le=1_048_576)
+    #: the default of `harvest submit` / `harvest demo`'s ``--ui``: the Spark UI on
+    #: 127.0.0.1 (the tests' conftest sets it off; ``--ui`` still turns it on)
+    spark_ui: bool = True
 
     @property
     def jars_dir(self) -> Path:

@@ -119,7 +119,7 @@ def test_broker_restart_with_a_supervised_job_loses_nothing(
     job_log, producer_log = tmp_path / "submit.log", tmp_path / "produce.log"
     job = spawn(["submit", "--spec", str(spec_path), "--master", "local[2]",
                  "--topic-prefix", PREFIX, "--checkpoint", str(checkpoint),
-                 "--until-idle", "45", "--max-restarts", "6"], env, job_log)
+                 "--until-idle", "45", "--max-restarts", "6", "--no-ui"], env, job_log)
     producer: subprocess.Popen[bytes] | None = None
     try:
         _wait(lambda: any(int(str(e.get("batches", 0))) >= 1

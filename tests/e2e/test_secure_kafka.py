@@ -7,6 +7,7 @@ session's plaintext broker, which keeps running):
 a. produce (as ``producer``) → `harvest submit` (as ``job``) → consume (as ``reader``):
    the results equal the oracle, and no password is in any command's output, the Spark
    log (the submit's stderr), the broker's logs or any file under the checkpoint;
+   `harvest top` (as ``reader``) on the finished run shows every result and no lag;
 b. a client without credentials, or with a wrong password, fails within 30 s naming
    the authentication failure (exit 1);
 c. ``reader`` producing into an input topic is refused naming the authorization (exit 1);
@@ -198,7 +199,7 @@ def test_produce_join_consume_over_sasl_ssl_equals_oracle_and_leaks_no_password(
     checkpoint = tmp_path / "ck"
     job = harvest(["submit", "--spec", str(spec_path), "--master", "local[2]",
                    "--topic-prefix", prefix, "--checkpoint", str(checkpoint),
-                   "--until-idle", "4"], secure_broker.env("job"), timeout=600)
+                   "--until-idle", "4", "--no-ui"], secure_broker.env("job"), timeout=600)
     outputs["submit (report + Spark log)"] = job.stdout + job.stderr
     assert job.returncode == 0, job.stderr[-3000:]
     report = json.loads(job.stdout.strip().splitlines()[-1])
@@ -213,6 +214,17 @@ def test_produce_join_consume_over_sasl_ssl_equals_oracle_and_leaks_no_password(
     assert truth, "the workload must produce join results"
     assert set(ids) == truth
     assert report["results"] == len(ids)
+
+    # `harvest top` on the finished run, as the reader: every result, the lag is zero
+    top = harvest(["top", "--spec", str(spec_path), "--topic-prefix", prefix, "--checkpoint",
+                   str(checkpoint), "--from-beginning", "--duration", "6", "--json"],
+                  secure_broker.env("reader"))
+    outputs["top"] = top.stdout + top.stderr
+    assert top.returncode == 0, top.stderr[-3000:]
+    last = json.loads(top.stdout.strip().splitlines()[-1])
+    assert last["totals"]["results"] == len(ids) and last["totals"]["undecodable_results"] == 0
+    assert last["instances"] and all(r["z"] is not None for r in last["instances"])
+    assert last["job"]["batches"] > 0 and last["job"]["lag"]["total"] == 0
 
     if (PROJECT_ROOT / "pipeline" / "cli" / "dump_cmd.py").exists():  # `harvest dump` (#14)
         reader = secure_broker.env("reader", HARVEST_TOPIC_PREFIX=prefix)

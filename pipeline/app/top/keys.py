@@ -35,13 +35,18 @@ def quit_keys() -> Iterator[Wait]:
     tty.setcbreak(fd)
 
     def wait(seconds: float) -> bool:
+        # the keys typed so far are read even with no time left: a refresh that takes the
+        # whole period (a loaded machine) must not leave q unread
         deadline = time.monotonic() + max(0.0, seconds)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
+            remaining = max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([fd], [], [], remaining)
-            if ready and os.read(fd, 1).decode(errors="ignore") in QUIT_KEYS:
+            if not ready:
+                return False
+            key = os.read(fd, 1)
+            if not key:  # end of input: nothing more to read
+                return _sleep(deadline - time.monotonic())
+            if key.decode(errors="ignore") in QUIT_KEYS:
                 return True
 
     try:

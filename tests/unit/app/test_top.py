@@ -4,8 +4,12 @@ through a fake follower."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ from rich.console import Console
 
 from connectors.io.consumer import Consumed, Undecodable
 from pipeline.app.top.checkpoint import Batch, parse_offsets, read_batches
+from pipeline.app.top.keys import quit_keys
 from pipeline.app.top.live import Target, fold, refresh
 from pipeline.app.top.model import STALE_S, TopModel
 from pipeline.app.top.view import json_line, render, sparkline
@@ -120,13 +125,50 @@ def test_the_view_shows_rates_z_and_the_configuration() -> None:
     console.print(render(snap, "harvest top: demo"))
     text = console.export_text()
     assert "harvest top: demo" in text and "live" in text
-    row = next(line for line in text.splitlines() if line.lstrip("│ ").startswith("0 "))
-    assert "300.0" in row and "10.0" in row and "0.432" in row
-    assert "1.00 .50 | .25 .00 | 1.00 1.00" in row and "1,500" in row and "1,234" in row
+    numbers, history = (line for line in text.splitlines() if line.startswith("0 "))
+    assert numbers.split() == ["0", "300", "10.0", "0.432", "1,500", "7", "3", "0.970",
+                               "1,234"]
+    assert "1.00 .50 | .25 .00 | 1.00 1.00" in history
     assert json.loads(json_line(snap))["instances"][0]["z"] == 0.4321
     empty = Console(record=True, width=120, color_system=None)
     empty.print(render(TopModel().snapshot(T0)))
     assert "waiting for the job's metrics" in empty.export_text()
+
+
+def _busy_model() -> TopModel:
+    """Three instances with large values everywhere and 150 s of history."""
+    model = TopModel()
+    for i in range(3000):
+        model.add_result({"instance": str(i % 3), "emit_time": T0 - 150_000 + i * 50})
+    for name in ("0", "1", "17"):
+        for k in range(30):
+            model.add_metric(_metric(name, T0 - 150_000 + k * 5000, 0.3 + k / 50,
+                                     rate_in=654_321.0, k_ms=12_530, queue_drops=1_234_567,
+                                     state_size=9_106_569,
+                                     extra={"validator_late": 2_345_678.0}))
+    model.set_batches([Batch(12_345, T0, T0 + 11_862, {("in.s1", 0): 10}),
+                       Batch(12_346, T0 + 1000, T0 + 12_862, {("in.s1", 0): 4_000_010})])
+    model.set_lag({("in.s1", 0): 10_000_000})
+    return model
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_every_number_fits_an_80_column_terminal(width: int) -> None:
+    console = Console(record=True, width=width, color_system=None)
+    console.print(render(_busy_model().snapshot(T0), "harvest top: demo (demo2334334acc)"))
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    lines = text.splitlines()
+    assert lines[1].startswith("query: 12,347 micro-batches") and "4.00M rows/s" in lines[1]
+    assert lines[2].startswith("lag 5,999,990 records   results 3,000")
+    numbers = next(line.split() for line in text.splitlines() if line.startswith("17 "))
+    assert numbers == ["17", "654k", "0.0", "0.880", "12,530", "1.23M", "2.35M", "0.970",
+                       "9.11M"]
+    bars = min(30, (width - 8 - 30 - 6) // 2)  # instance, z_ij, three gaps of 2
+    history = [line for line in text.splitlines() if line.startswith("0 ")][1]
+    assert f"out/s history {bars * 5}s" in text
+    assert history.split()[-1] == sparkline(
+        _busy_model().snapshot(T0)["instances"][0]["history"]["z"][-bars:], top=1.0)
 
 
 def test_sparkline_scales_and_leaves_gaps() -> None:
@@ -169,3 +211,40 @@ def test_one_refresh_folds_topics_checkpoint_and_lag(tmp_path: Path) -> None:
     fold(model, [Consumed("p.metrics", 0, 1, None, None, "m", _metric("1", T0, 0.2))],
          Target("p.metrics", None, None, {}))
     assert [r["instance"] for r in model.snapshot(T0)["instances"]] == ["0", "1"]
+
+
+def test_the_header_names_undecodable_results() -> None:
+    model = TopModel()
+    model.add_metric(_metric("0", T0, 0.5))
+    model.add_result(None)
+    console = Console(record=True, width=300, color_system=None)
+    console.print(render(model.snapshot(T0)))
+    assert "(1 results undecodable" in console.export_text()
+
+
+def test_q_quits_on_a_terminal_and_the_terminal_is_restored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    master, slave = os.openpty()
+    with os.fdopen(slave, "r") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        before = termios.tcgetattr(slave)
+        with quit_keys() as wait:
+            assert not termios.tcgetattr(slave)[3] & termios.ICANON  # keys one at a time
+            assert wait(0.05) is False
+            os.write(master, b"x")
+            assert wait(0.05) is False  # another key: go on
+            os.write(master, b"q")
+            start = time.monotonic()
+            assert wait(30.0) is True
+            assert time.monotonic() - start < 5.0
+            os.write(master, b"xq")
+            assert wait(0.0) is True  # no time left (a slow refresh): q is still read
+            assert wait(-1.0) is False
+        assert termios.tcgetattr(slave) == before
+    os.close(master)
+
+
+def test_without_a_terminal_wait_only_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
+    with quit_keys() as wait:
+        assert wait(0.01) is False
