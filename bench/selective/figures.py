@@ -50,6 +50,10 @@ class Sizes:
     fig8_kappas: tuple[float, ...]
     #: Fig. 7's setting at a constant 500/s, after the throttle settled (``steady`` rows)
     steady_seeds: tuple[int, ...] = (1,)
+    #: the steady rows' measured span (s): a 5-s bucket's output swings by up to 2×
+    steady_measure_s: float = 5.0
+    #: the seeds of Fig. 7's profile runs (Fig. 3–4's use ``seeds``)
+    fig7_seeds: tuple[int, ...] = (1,)
 
 
 #: quick: the profile's 100/s phases shortened (the 500/s and 300/s ones as the paper's)
@@ -57,7 +61,9 @@ QUICK_PROFILE = ((25.0, 100.0), (15.0, 500.0), (15.0, 300.0), (5.0, 100.0))
 QUICK = Sizes((1,), 5.0, 5.0, (0.4, 1.2), (10,), (1.0,), (10.0,), 5.0, QUICK_PROFILE,
               (0.8, 1.2))
 FULL = Sizes((1,), 10.0, 15.0, (0.4, 0.8, 1.2), (10, 20), (0.5, 1.0, 2.0, 5.0),
-             (2.0, 5.0, 20.0), 10.0, PAPER_PROFILE, (0.8, 1.0, 1.2), (1, 2, 3))
+             (2.0, 5.0, 20.0), 10.0, PAPER_PROFILE, (0.8, 1.0, 1.2),
+             steady_seeds=(1, 2, 3, 4, 5, 6, 7, 8), steady_measure_s=25.0,
+             fig7_seeds=(1, 2, 3, 4))
 
 
 def _phases(profile: tuple[tuple[float, float], ...]) -> list[tuple[float, float, float]]:
@@ -139,9 +145,11 @@ def fig6_7(sizes: Sizes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     constant 500/s once the throttle has settled (rows with ``steady = True``, the mean
     over :attr:`Sizes.steady_seeds`): the profile's 500/s phase is three adaptation
     steps long, and r is still falling through it."""
-    rows, series = _profile_part("fig6_7", Point(kappa=0.8, shift_s=25.0), CONFIGS, sizes)
+    rows, series = _profile_part("fig6_7", Point(kappa=0.8, shift_s=25.0), CONFIGS,
+                                 dataclasses.replace(sizes, seeds=sizes.fig7_seeds))
     steady = _constant("fig6_7", [Point(kappa=0.8, shift_s=25.0, rate=HIGH_RATE)], CONFIGS,
-                       dataclasses.replace(sizes, seeds=sizes.steady_seeds),
+                       dataclasses.replace(sizes, seeds=sizes.steady_seeds,
+                                           measure_s=sizes.steady_measure_s),
                        lambda p: {"steady": True})
     _below(steady)
     return rows + steady, series
@@ -158,12 +166,14 @@ def _constant(figure: str, points: list[Point], configs: tuple[str, ...], sizes:
         if key not in caps:
             caps[key] = calibrate(p)
         measure = sizes.indexed_measure_s if p.index else sizes.measure_s
-        got = {c: _mean([run_point(p, c, caps[key], sizes.settle_s + measure,
-                                   sizes.settle_s, s) for s in sizes.seeds])
-               for c in configs}
+        runs = {c: [run_point(p, c, caps[key], sizes.settle_s + measure, sizes.settle_s, s)
+                    for s in sizes.seeds] for c in configs}
+        got = {c: _mean(rs) for c, rs in runs.items()}
         rate = float(p.rate or 0.0)
         rows += [_row(figure, c, p, rate, got[c], got["randomdrop"],
-                      capacity=round(caps[key], 1), **extra(p)) for c in configs]
+                      capacity=round(caps[key], 1), seeds=list(sizes.seeds),
+                      per_seed=[round(r["output_rate"], 1) for r in runs[c]], **extra(p))
+                 for c in configs]
     return rows
 
 

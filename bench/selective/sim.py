@@ -18,7 +18,9 @@ The three run with the paper's continuous fractions (``partial_window = true``,
 window it scans, and GrubJoin's optimal harvest in whole basic windows decides.
 
 Parameters as the paper's (§5): T_r = T_c = Δ = 5 s, δ_r = 1.2, γ = ω = 0.1, b = 1 s,
-windows 20 s; the input queue holds 10 tuples (the grubjoin bench's); the virtual CPU's
+windows 20 s; the input queue holds 10 tuples (the grubjoin bench's; the paper's input
+buffers hold 1 s of input, which the GrubJoin throttle does not survive: docs/NOTES.md,
+issue 34 session 17); the virtual CPU's
 capacity is :data:`HEADROOM` × the cost per second of the full join at 100 tuples/s
 per stream (:func:`calibrate`), so the join keeps up at 100/s and sheds above.
 """

@@ -83,6 +83,18 @@ def missed_why(rows: list[dict[str, Any]], met: dict[str, bool | None]) -> dict[
                for r in rows if r["figure"] == fig and r["config"] != "randomdrop"
                and bool(r.get("steady")) == steady]
         why[name] = ("measured (config, κ, rate, window s, vs randomdrop, vs below): "
-                     + "; ".join(str(g) for g in got[:12])
-                     + " — docs/NOTES.md 'Selective processing: where we differ'")
+                     + "; ".join(str(g) for g in got[:12]) + _per_seed(rows, fig, steady)
+                     + " — docs/NOTES.md 'Selective processing: where we differ' and "
+                     "'Join direction against the paper's setup (issue 34, session 17)'")
     return why
+
+
+def _per_seed(rows: list[dict[str, Any]], figure: str, steady: bool) -> str:
+    """+ direction over + time seed by seed, where the rows carry per-seed outputs."""
+    at = {r["config"]: r.get("per_seed") for r in rows if r["figure"] == figure
+          and bool(r.get("steady")) == steady and r.get("per_seed")}
+    hi, lo = at.get("rate+time+direction"), at.get("rate+time")
+    if not hi or not lo:
+        return ""
+    ratios = [round(a / b, 2) if b > 0 else None for a, b in zip(hi, lo, strict=True)]
+    return f"; + direction over + time per seed: {ratios}"

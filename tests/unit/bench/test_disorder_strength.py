@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.disorder.strength import DEFAULT_MARGIN, TARGET_RULE, Setting, _spec, recalls, workloads
-from bench.disorder.strength_report import targets
+from bench.disorder.strength_report import floor_bound, targets
 
 
 def test_period_recall_matches_a_brute_force_count() -> None:
@@ -70,8 +70,19 @@ def test_a_missed_k_target_cites_the_constant_k_floor_and_the_papers_model() -> 
     assert not met["syn3_avg_k_le_5pct_of_max_at_0.99"]
     note = why["syn3_avg_k_le_5pct_of_max_at_0.99"]
     assert "constant K at 5% of Max-K's" in note
-    assert "smallest constant K with Φ(.99Γ) ≥ 0.97: 20% of Max-K's" in note
+    assert "smallest constant K with Φ(.99Γ) ≥ 0.97: 20% of Max-K's (5% fails)" in note
+    assert "no constant K up to 20% of Max-K's has mean γ(P) ≥ Γ = 0.99" in note
     assert "Ji's model as published: 0.900" in note
+
+
+def test_the_floor_bound_is_bracketed_as_asked_and_by_mean_recall() -> None:
+    floor = [{"value": v, "phi_99": phi, "mean_recall": mean}
+             for v, phi, mean in ((0.03, 0.9, 0.985), (0.04, 0.96, 0.989),
+                                  (0.05, 0.972, 0.9933), (0.1, 1.0, 0.997))]
+    got = floor_bound(floor, 0.99)
+    assert "Φ(.99Γ) ≥ 0.97: 5% of Max-K's (4% fails)" in got
+    assert "mean γ(P) ≥ Γ = 0.99: 5% of Max-K's (4% fails)" in got
+    assert "(the smallest share run)" in floor_bound(floor[2:], 0.99)
 
 
 def test_k_targets_use_max_k_over_the_papers_span_and_name_both_shares() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.selective.sim import CONFIGS, Point, calibrate, run_point
-from bench.selective.targets import targets
+from bench.selective.targets import missed_why, targets
 
 
 def test_each_configuration_sheds_as_the_paper_setting_it_stands_for() -> None:
@@ -52,3 +52,17 @@ def test_steady_targets_read_the_constant_rate_rows_only() -> None:
     assert met["fig7_direction_ge_1.3x_time_at_500"] is False   # the profile's phase
     assert met["fig7_steady_direction_ge_1.3x_time_at_500"] is True
     assert met["fig7_steady_time_ge_1.3x_rate_at_500"] is False
+
+
+def test_a_missed_direction_target_lists_the_ratio_seed_by_seed() -> None:
+    def row(config: str, below: float, per_seed: list[float]) -> dict:
+        return {"figure": "fig6_7", "config": config, "rate": 500.0, "kappa": 0.8,
+                "window_s": 20.0, "ratio_vs_below": below, "steady": True,
+                "per_seed": per_seed}
+
+    rows = [row("rate+time", 2.0, [100.0, 200.0]),
+            row("rate+time+direction", 1.2, [150.0, 180.0])]
+    met = targets(rows)
+    assert met["fig7_steady_direction_ge_1.3x_time_at_500"] is False
+    why = missed_why(rows, met)["fig7_steady_direction_ge_1.3x_time_at_500"]
+    assert "per seed: [1.5, 0.9]" in why
