@@ -28,7 +28,7 @@ SHEDDING = {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 2_0
             "partial_window": True, "seed": 3,
             "tuple_cost": 2.0, "learn_tuple_cost": True, "measure_tuple_cost": False,
             "measure_budget": False, "admit_slices": False,
-            "calibrate_output": False,
+            "calibrate_output": False, "full_by_queue": False, "check_capture": False,
             "probe_cost": 0.5,
             "utilization": 0.7, "solver": "greedy",
             "queue_ms": 900, "warmup_ms": 4_000}
