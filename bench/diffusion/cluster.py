@@ -39,6 +39,9 @@ class Trace:
     shipped: float = 0.0
     #: per (key, batch) the paper's simulation cost (:func:`paper_units`)
     paper: F64 | None = None
+    #: per (key, batch) the same costs with a probe read as one tuple pair compared
+    #: (:func:`pair_units`)
+    pairs: F64 | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -52,6 +55,14 @@ def paper_units(received: npt.ArrayLike, probes: npt.ArrayLike) -> F64:
     window on that host, however many tuples it holds) 10."""
     return np.asarray(RECEIVE_UNITS * np.asarray(received, np.float64)
                       + PROBE_UNITS * np.asarray(probes, np.float64))
+
+
+def pair_units(received: npt.ArrayLike, candidates: npt.ArrayLike) -> F64:
+    """The other reading of §6.2's "one join probing takes on average 10 ms": one tuple
+    pair compared (the prototype's predicate compares two video images), so 1 per tuple
+    or partial result received and 10 per candidate scanned."""
+    return np.asarray(RECEIVE_UNITS * np.asarray(received, np.float64)
+                      + PROBE_UNITS * np.asarray(candidates, np.float64))
 
 
 def batches(wl: Workload, trigger_ms: int) -> list[tuple[int, int, int]]:
@@ -71,7 +82,7 @@ def run_keys(wl: Workload, router: VRouter, groups: int, trigger_ms: int) -> Tra
     """Route and join the workload batch by batch on ``groups`` hosts."""
     plan = batches(wl, trigger_ms)
     shape = (groups, len(plan))
-    cpu, cost, received, state, paper = (np.zeros(shape) for _ in range(5))
+    cpu, cost, received, state, paper, pairs = (np.zeros(shape) for _ in range(6))
     hosts = [Host(wl) for _ in range(groups)]
     found: list[IntArray] = [np.zeros((0, wl.m), np.int64)]
     route_cpu = 0.0
@@ -92,7 +103,8 @@ def run_keys(wl: Workload, router: VRouter, groups: int, trigger_ms: int) -> Tra
             cpu[k, b] = time.process_time() - c0
             cost[k, b], received[k, b], state[k, b] = units, len(mine), host.state()
             paper[k, b] = paper_units(len(mine), host.probes - probes)
+            pairs[k, b] = pair_units(len(mine), units - len(mine))  # units: + 1 per prober
             found.append(res)
         router.observe(cost.sum(axis=1), state[:, b], received.sum(axis=1), until)
     return Trace(groups, wl.n, cpu, cost, received, state, route_cpu, np.concatenate(found),
-                 paper=paper)
+                 paper=paper, pairs=pairs)

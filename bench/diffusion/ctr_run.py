@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bench.diffusion.cluster import Trace, batches, paper_units
+from bench.diffusion.cluster import Trace, batches, pair_units, paper_units
 from bench.diffusion.join import Host, Spans
 from bench.diffusion.workload import Workload
 from pipeline.diffusion.ctr import CTRRouter, Path
@@ -84,7 +84,7 @@ def run_ctr(wl: Workload, groups: int, trigger_ms: int, segment_ms: int, *,
     the hop joins given to them and not yet run."""
     plan = batches(wl, trigger_ms)
     shape = (groups, len(plan))
-    cpu, cost, received, state, paper = (np.zeros(shape) for _ in range(5))
+    cpu, cost, received, state, paper, pairs = (np.zeros(shape) for _ in range(6))
     loads = KeyLoads(groups, weights, speeds,
                      recent_ms=load_horizon_ms or LOAD_HORIZON_TRIGGERS * trigger_ms)
     router = CTRRouter(groups, wl.windows, segment_ms, loads, selectivity)
@@ -117,9 +117,11 @@ def run_ctr(wl: Workload, groups: int, trigger_ms: int, segment_ms: int, *,
         cpu[:, b], cost[:, b] = acc.cpu, acc.units
         paper[:, b] = paper_units(received[:, b] + acc.recv, np.asarray(
             [host.probes for host in hosts], np.float64) - probes)
+        got = received[:, b] + acc.recv  # units: + 1 per tuple stored, partial received
+        pairs[:, b] = pair_units(got, acc.units - got)
         shipped += acc.shipped
         loads.observe(cost.sum(axis=1), state[:, b], received.sum(axis=1), until)
     trace = Trace(groups, wl.n, cpu, cost, received, state, route_cpu, np.concatenate(found),
-                  shipped=float(shipped), paper=paper)
+                  shipped=float(shipped), paper=paper, pairs=pairs)
     trace.extra["routing_table_bytes"] = table_bytes
     return trace

@@ -11,6 +11,11 @@
 * ``async_rate_paper`` (tuples per 1000 units) and ``imbalance_paper`` on the paper's
   simulation costs (:func:`bench.diffusion.cluster.paper_units`: 1 per tuple or partial
   result received, 10 per probe of a window, whatever its size);
+* ``batch_rate_paper``: the batch rate on those costs (no host borrows idle time from
+  another trigger: the paper's live throughput, where a host sheds what it cannot do in
+  time, rather than a host that may queue its input for the whole run);
+* ``async_rate_pairs`` / ``batch_rate_pairs``: the paper's costs with a probe read as one
+  tuple pair compared (:func:`bench.diffusion.cluster.pair_units`);
 * ``equals_oracle`` (the distinct results are the oracle's) and ``duplicates``.
 """
 
@@ -35,7 +40,9 @@ def measure(trace: Trace, truth: IntArray, speeds: Sequence[float] | None = None
     busy = trace.cpu / sp[:, None]
     units = trace.cost / sp[:, None]
     per_host = busy.sum(axis=1)
-    paper = None if trace.paper is None else (trace.paper / sp[:, None]).sum(axis=1)
+    paper_kb = None if trace.paper is None else trace.paper / sp[:, None]
+    paper = None if paper_kb is None else paper_kb.sum(axis=1)
+    pairs_kb = None if trace.pairs is None else trace.pairs / sp[:, None]
     n = trace.n
     distinct = unique_rows(trace.results)
     return {
@@ -49,6 +56,12 @@ def measure(trace: Trace, truth: IntArray, speeds: Sequence[float] | None = None
                              else round(float(n / paper.max() * 1000), 3)),
         "imbalance_paper": (None if paper is None
                             else round(float(paper.max() / paper.mean()), 3)),
+        "batch_rate_paper": (None if paper_kb is None
+                             else round(float(n / paper_kb.max(axis=0).sum() * 1000), 3)),
+        "async_rate_pairs": (None if pairs_kb is None
+                             else round(float(n / pairs_kb.sum(axis=1).max() * 1000), 3)),
+        "batch_rate_pairs": (None if pairs_kb is None
+                             else round(float(n / pairs_kb.max(axis=0).sum() * 1000), 3)),
         "imbalance": round(float(per_host.max() / per_host.mean()), 3),
         "imbalance_cost": round(float(units.sum(axis=1).max() / units.sum(axis=1).mean()), 3),
         "replication": round(float(trace.received.sum()) / n, 3),

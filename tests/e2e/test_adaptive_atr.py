@@ -7,10 +7,16 @@ Stream s1 (the configured first master) is slow and s2, s3 are fast, so Eq. 2's 
 falls by far more than ``switch_margin`` once the fast stream leads: the routing state
 in the checkpoint must record the switch before the first run is stopped mid-stream
 (``StreamingQuery.stop``, so the running micro-batch is not committed and the restart
-replays it under the routing state it first had)."""
+replays it under the routing state it first had).
+
+With ``HARVEST_E2E_RECORD`` set to a path, the test writes what it observed there as JSON
+(the switch, the batches before the stop and after the restart, the result counts): the
+``spark_e2e`` part of `harvest bench diffusion` runs this test and reads it."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -88,3 +94,16 @@ def test_adaptive_atr_equals_the_oracle_through_a_master_switch_and_a_restart(
     final = read_states(str(checkpoint))
     router = final[max(final)]["router"]
     assert router["master"] in (1, 2) and len(router["log"]["epochs"]) >= 1
+    _record(switches=switched, batches_before_stop=stopped_at,
+            batches_after_restart=_committed(checkpoint), input_records=len(records),
+            results_distinct=len(got), results_written=sum(got.values()),
+            oracle_results=len(truth(spec, records)),
+            equals_oracle=set(got) == truth(spec, records), final_master=router["master"],
+            epochs=len(router["log"]["epochs"]), groups=ADAPTIVE["groups"])
+
+
+def _record(**observed: Any) -> None:
+    """What the test observed, for `harvest bench diffusion --only spark_e2e`."""
+    path = os.environ.get("HARVEST_E2E_RECORD")
+    if path:
+        Path(path).write_text(json.dumps(observed, indent=1))
