@@ -9,8 +9,9 @@ is one candidate scanned plus one per prober (the engine's ``stats.cost`` with
 ``tuple_cost`` 1): deterministic, what adaptive routing balances on.
 
 :meth:`Host.extend` is one hop over this host's window of one stream, optionally
-restricted to time spans (CTR's annotations); ATR runs every hop on one host
-(:meth:`Host.probe_all`), CTR ships the partial results between hosts.
+restricted to time spans (CTR's annotations; :meth:`Host.extend_rows` gives each row
+spans of its own); ATR runs every hop on one host (:meth:`Host.probe_all`), CTR ships the
+partial results between hosts.
 """
 
 from __future__ import annotations
@@ -59,33 +60,27 @@ class Host:
         return sum(len(g) for g in self.gids)
 
     def _match(self, members: IntArray, cand: IntArray, j: int) -> npt.NDArray[np.bool_]:
-        """Window condition and predicate of each candidate against every member so far."""
+        """Window condition and predicate of each candidate against every member so far
+        (rows may differ in which members they have: CTR's batched hops mix segments of
+        several streams and join orders)."""
         wl = self.wl
         ok = np.ones(len(cand), dtype=bool)
         tj, vj = wl.ts[cand], (wl.value[cand] if wl.predicate == "band" else wl.key[cand])
         for c in range(wl.m):
             gc = members[:, c]
-            if c == j or gc[0] < 0:
+            if c == j:
+                continue
+            filled = gc >= 0
+            if not filled.any():
                 continue
             tc = wl.ts[gc]
-            ok &= (tc - wl.windows[j] <= tj) & (tj <= tc + wl.windows[c])
+            hit = (tc - wl.windows[j] <= tj) & (tj <= tc + wl.windows[c])
             if wl.predicate == "band":
-                ok &= np.abs(wl.value[gc] - vj) <= wl.eps
+                hit &= np.abs(wl.value[gc] - vj) <= wl.eps
             else:
-                ok &= wl.key[gc] == vj
+                hit &= wl.key[gc] == vj
+            ok &= hit if filled.all() else hit | ~filled
         return ok
-
-    def _ranges(self, prober: IntArray, j: int, spans: Spans | None
-                ) -> list[tuple[IntArray, IntArray]]:
-        """Per time span, each prober's ``[lo, hi)`` positions in this host's window of
-        stream ``j``: ``[x.ts − W_j, x)`` cut to the span (the whole window if none)."""
-        px = self.wl.ts[prober]
-        lo = np.searchsorted(self.ts[j], px - self.wl.windows[j], "left")
-        hi = np.searchsorted(self.gids[j], prober, "left")
-        if spans is None:
-            return [(lo, hi)]
-        return [(np.maximum(lo, np.searchsorted(self.ts[j], a, "left")),
-                 np.minimum(hi, np.searchsorted(self.ts[j], b, "left"))) for a, b in spans]
 
     def extend(self, members: IntArray, prober: IntArray, j: int,
                spans: Spans | None = None) -> tuple[IntArray, int]:
@@ -94,26 +89,45 @@ class Host:
         only its tuples in the time ``spans`` if given (CTR's annotations: a host scans
         just the segments it was assigned); returns the extended rows and the candidates
         scanned."""
+        rows = np.arange(len(members), dtype=np.int64)
+        if spans is None:
+            out, _, scanned = self.extend_rows(members, prober, j, rows)
+            return out, scanned
+        a = np.repeat(np.asarray([s[0] for s in spans], np.int64), len(members))
+        b = np.repeat(np.asarray([s[1] for s in spans], np.int64), len(members))
+        out, _, scanned = self.extend_rows(members, prober, j, np.tile(rows, len(spans)),
+                                           (a, b))
+        return out, scanned
+
+    def extend_rows(self, members: IntArray, prober: IntArray, j: int, row: IntArray,
+                    spans: tuple[IntArray, IntArray] | None = None
+                    ) -> tuple[IntArray, IntArray, int]:
+        """:meth:`extend` with spans of its own per row: pair p scans row ``row[p]``'s
+        window ``[x.ts − W_j, x)`` cut to ``[a[p], b[p])`` of ``spans = (a, b)`` (the
+        whole window if None), so partial results of many CTR segments, each with its own
+        annotation, go through one vectorized call; returns the extended rows, the input
+        row each extends, and the candidates scanned."""
         if len(members) == 0:
-            return members, 0
+            return members, row[:0], 0
         self.probes += len(members)
-        rows_l, cand_l = [], []
-        for lo, hi in self._ranges(prober, j, spans):
-            cnt = np.maximum(hi - lo, 0)
-            total = int(cnt.sum())
-            if total == 0:
-                continue
-            rows_l.append(np.repeat(np.arange(len(members)), cnt))
-            offset = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-            cand_l.append(self.gids[j][np.repeat(lo, cnt) + offset])
-        if not rows_l:
-            return members[:0], 0
-        rows, cand = np.concatenate(rows_l), np.concatenate(cand_l)
+        tsj, gj = self.ts[j], self.gids[j]
+        lo = np.searchsorted(tsj, self.wl.ts[prober] - self.wl.windows[j], "left")[row]
+        hi = np.searchsorted(gj, prober, "left")[row]
+        if spans is not None:
+            lo = np.maximum(lo, np.searchsorted(tsj, spans[0], "left"))
+            hi = np.minimum(hi, np.searchsorted(tsj, spans[1], "left"))
+        cnt = np.maximum(hi - lo, 0)
+        total = int(cnt.sum())
+        if total == 0:
+            return members[:0], row[:0], 0
+        rows = np.repeat(row, cnt)
+        offset = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        cand = gj[np.repeat(lo, cnt) + offset]
         sub = members[rows]
         ok = self._match(sub, cand, j)
         out = sub[ok]
         out[:, j] = cand[ok]
-        return out, len(cand)
+        return out, rows[ok], total
 
     def probe_all(self, probers: IntArray) -> tuple[IntArray, int]:
         """Every hop on this host: the complete results whose last member is a prober,

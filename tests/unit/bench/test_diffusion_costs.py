@@ -86,3 +86,44 @@ def test_paper_orderings_read_the_paper_scale_rows() -> None:
     assert got["async_rate"]["ctr_ahead_of_atr_for_ge_5_streams"] is False
     assert got["async_rate_paper"]["ctr_ahead_of_atr_for_ge_5_streams"] is None
     assert got["async_rate_cost"]["ctr_ahead_of_atr_for_long_windows"] is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 4),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 30),
+                          st.integers(1, 10)), min_size=1, max_size=6))
+def test_rows_with_spans_of_their_own_find_what_one_call_per_segment_finds(
+        seed: int, m: int, segs: list[tuple[int, int, int, int]]) -> None:
+    """Oracle: one :meth:`Host.extend` per segment. CTR's batched hop mixes segments of
+    several prober streams (so rows differ in which members they have) and annotations."""
+    wl = make_workload("r", windows=(300,) * m, rates=(150.0,) * m, duration_ms=3_000,
+                       eps=0.3, seed=seed)
+    host = Host(wl)
+    host.add(np.arange(wl.n, dtype=np.int64))
+    j = m - 1
+    parts, want, want_scanned = [], [], 0
+    for i, other, a, n in segs:
+        i, other = i % (m - 1), other % (m - 1)
+        probers = np.flatnonzero(wl.stream == i).astype(np.int64)
+        rows = np.full((len(probers), m), -1, np.int64)
+        rows[:, i] = probers
+        if other != i:  # a second member already joined: partial results of a later hop
+            rows, _ = host.extend(rows, probers, other)
+        spans = [(a * 100, (a + n) * 100)]
+        got, scanned = host.extend(rows, rows[:, i], j, spans)
+        want += [tuple(r) for r in got.tolist()]
+        want_scanned += scanned
+        parts.append((rows, i, spans))
+    members = np.concatenate([r for r, _, _ in parts])
+    prober = np.concatenate([r[:, i] for r, i, _ in parts])
+    starts = np.cumsum([0] + [len(r) for r, _, _ in parts])
+    row = np.concatenate([np.arange(s, s + len(r)) for (r, _, _), s in zip(parts, starts,
+                                                                           strict=False)])
+    lo = np.concatenate([np.full(len(r), sp[0][0]) for r, _, sp in parts]).astype(np.int64)
+    hi = np.concatenate([np.full(len(r), sp[0][1]) for r, _, sp in parts]).astype(np.int64)
+    out, origin, scanned = host.extend_rows(members, prober, j, row, (lo, hi))
+    assert sorted(map(tuple, out.tolist())) == sorted(want)
+    assert scanned == want_scanned
+    # each output row extends the input row it came from
+    keep = np.arange(m) != j
+    assert np.array_equal(out[:, keep], members[origin][:, keep])
