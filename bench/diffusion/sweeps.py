@@ -33,6 +33,9 @@ from pipeline.diffusion.load import KeyLoads
 from pipeline.diffusion.routing import RouterConfig
 
 Rows = list[dict[str, Any]]
+#: interleaved rounds of static and adaptive ATR per G in ``scaling`` (their join work is
+#: within 1 % on cost units, so on CPU time they are compared round by round)
+SCALING_ROUNDS = 3
 PER_WINDOW = RATE * W_MS / 1000.0
 
 
@@ -40,8 +43,11 @@ def scaling(run: Runner, sz: Sizes) -> Rows:
     """Fig. 11: the 4-way join on G = 1..16 hosts; heterogeneous hosts at the largest G;
     the batch-rate bound of T at the largest G."""
     wl = base("scaling-4way", 4, sz.scaling_ms)
-    rows = [run.row("scaling", wl, r, g) for r in ("atr", "atr-adaptive", "ctr")
-            for g in sz.groups]
+    rows = []
+    for g in sz.groups:  # static and adaptive ATR are compared: interleaved rounds
+        rows += (run.interleaved("scaling", wl, ("atr", "atr-adaptive"), g, SCALING_ROUNDS)
+                 if g > 1 else [run.row("scaling", wl, r, g) for r in ("atr", "atr-adaptive")])
+    rows += [run.row("scaling", wl, "ctr", g) for g in sz.groups]
     g = max(sz.groups)
     speeds = heterogeneous_speeds(g)
     rows += [run.row("heterogeneous", wl, r, g, speeds=speeds) for r in ("atr", "atr-ll")]

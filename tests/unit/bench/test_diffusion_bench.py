@@ -77,3 +77,25 @@ def test_a_partial_run_writes_the_rows_and_targets(tmp_path: Path,
     assert out["targets_met"]["every_run_equals_oracle_no_duplicates"]
     assert "spark_adaptive_atr_e2e" in out["targets_missed_why"]
     assert (tmp_path / "diffusion_scaling.png").exists()
+
+
+def test_adaptive_against_static_is_judged_on_paired_rounds_and_the_aa_band() -> None:
+    from bench.diffusion.targets import adaptive_vs_static
+
+    def rows(adaptive: list[float], static: list[float]) -> list[dict[str, object]]:
+        return [{"part": "scaling", "router": r, "groups": 4, "async_rate": min(v),
+                 "async_rate_cost": 1.0, "async_rate_rounds": v, "scaling": 1.0}
+                for r, v in (("atr-adaptive", adaptive), ("atr", static))]
+
+    # 2 % behind, the same run repeated varies by 10 %: not slower, not strictly ahead
+    near = rows([98.0, 103.0, 93.0], [100.0, 105.0, 95.0])
+    (got,) = adaptive_vs_static(near)
+    assert got["median_ratio"] == 0.98 and got["noise_band"] == 0.102  # 10 / 98
+    assert (got["strict"], got["not_slower"]) == (False, True)
+    assert targets(near, None)["adaptive_atr_ge_static_atr_every_g"] is True
+    # 20 % behind with a 2 % band: slower
+    far = rows([80.0, 81.0, 80.5], [100.0, 101.0, 102.0])
+    assert adaptive_vs_static(far)[0]["not_slower"] is False
+    assert targets(far, None)["adaptive_atr_ge_static_atr_every_g"] is False
+    # cost units stay a plain >=
+    assert targets(far, None, "async_rate_cost")["adaptive_atr_ge_static_atr_every_g"] is True
