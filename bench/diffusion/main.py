@@ -34,6 +34,12 @@ OWNS = {"scaling": ("scaling", "heterogeneous", "batch"),
         "paper_scale": ("paper_streams", "paper_windows")}
 
 
+#: runs per router and point (per (host, batch) the least CPU) of the parts whose targets
+#: compare routers a few % apart on CPU time; static against adaptive ATR in ``scaling``
+#: also runs in interleaved rounds (``sweeps.SCALING_ROUNDS``)
+REPEATS = {"scaling": 2, "streams": 3, "windows": 3, "selectivity": 3, "bursty": 3}
+
+
 #: ``--only derive``: no part runs; targets and figures are derived again from the JSON
 DERIVE = "derive"
 
@@ -194,8 +200,7 @@ def _run_parts(parts: list[str], quick: bool, results_dir: Path, payload: dict[s
     sz = sizes(quick)
     for part in [p for p in PARTS if p in parts]:
         t0 = time.process_time()
-        # the scaling targets compare runs a few % apart: best of two per (host, batch)
-        run = Runner(2 if part == "scaling" and not quick else 1)
+        run = Runner(1 if quick else REPEATS.get(part, 1))
         owned = OWNS.get(part, (part,))
         rows = [r for r in rows if r["part"] not in owned]
         if part == "calibrate":
