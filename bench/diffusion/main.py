@@ -68,8 +68,13 @@ def _pair(rows: list[dict[str, Any]], part: str, key: str | None, value: Any, a:
 
 
 def _ordering_why(rows: list[dict[str, Any]], key: str) -> str:
-    """Why CTR did not lead: the numbers of the point the target reads."""
+    """Why the router the target names did not lead: the numbers of the point it reads
+    (for ATR's orderings the first point that missed is at the bound: 3 streams, the
+    shortest window)."""
     part, field, value = {
+        "atr_ahead_of_ctr_for_le_3_streams": ("streams", "streams", 3),
+        "atr_ahead_of_ctr_for_short_windows": ("windows", "window_ms", min(
+            (r["window_ms"] for r in rows if r["part"] == "windows"), default=None)),
         "ctr_ahead_of_atr_for_ge_5_streams": ("streams", "streams", 5),
         "ctr_ahead_of_atr_for_long_windows": ("windows", "window_ms", max(
             (r["window_ms"] for r in rows if r["part"] == "windows"), default=None)),
@@ -187,7 +192,7 @@ def missed_why(rows: list[dict[str, Any]], calib: dict[str, Any] | None,
                         f"{calib.get('calibrated_keyed_ratio_fixed_cost')}, within ±25 % for "
                         f"any fixed cost >= {calib.get('fixed_task_ms_needed_within_25pct')}"
                         " ms per task")
-        elif key.startswith("ctr_ahead"):
+        elif key.startswith(("ctr_ahead", "atr_ahead")):
             why[key] = _ordering_why(rows, key)
         else:
             why[key] = "measured and missed: see the rows of its part"
