@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.diffusion.cluster import Trace, batches, pair_units, paper_units
-from bench.diffusion.join import Host, Spans
+from bench.diffusion.join import Host, Spans, span_rows
 from bench.diffusion.workload import Workload
 from pipeline.diffusion.ctr import CTRRouter, Path
 from pipeline.diffusion.load import KeyLoads
@@ -87,13 +87,9 @@ def _walk(wl: Workload, hosts: list[Host], segments: list[tuple[Path, IntArray, 
             prober = np.concatenate([inp[:, i] for _, inp, _, i in items])
             owner = np.concatenate([np.full(len(inp), x, np.int64) for x, inp, _, _ in items])
             starts = np.cumsum([0] + [len(inp) for _, inp, _, _ in items])
-            row = np.concatenate([np.arange(s0, s0 + len(inp), dtype=np.int64)
-                                  for (_, inp, sp, _), s0 in zip(items, starts, strict=False)
-                                  for _ in sp])
-            lo = np.concatenate([np.full(len(inp), a0, np.int64)
-                                 for _, inp, sp, _ in items for a0, _ in sp])
-            hi = np.concatenate([np.full(len(inp), b0, np.int64)
-                                 for _, inp, sp, _ in items for _, b0 in sp])
+            parts = [span_rows(len(inp), sp, int(s0))
+                     for (_, inp, sp, _), s0 in zip(items, starts[:-1], strict=True)]
+            row, lo, hi = (np.concatenate([p[c] for p in parts]) for c in range(3))
             c0 = time.process_time()
             out, origin, units = hosts[h].extend_rows(members, prober, j, row, (lo, hi))
             acc.cpu[h] += time.process_time() - c0

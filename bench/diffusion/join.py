@@ -27,6 +27,16 @@ Spans = list[tuple[int, int]]
 EMPTY = np.zeros(0, np.int64)
 
 
+def span_rows(n: int, spans: Spans, first: int = 0) -> tuple[IntArray, IntArray, IntArray]:
+    """Rows ``first … first + n − 1`` paired with every span, span-major: the ``row``,
+    ``a`` and ``b`` arrays :meth:`Host.extend_rows` takes (pair p scans row ``row[p]``
+    within ``[a[p], b[p])``)."""
+    row = np.tile(np.arange(first, first + n, dtype=np.int64), len(spans))
+    a = np.repeat(np.asarray([s[0] for s in spans], np.int64), n)
+    b = np.repeat(np.asarray([s[1] for s in spans], np.int64), n)
+    return row, a, b
+
+
 class Host:
     """The windows of one host: gids (ascending) and their timestamps, per stream."""
 
@@ -89,14 +99,12 @@ class Host:
         only its tuples in the time ``spans`` if given (CTR's annotations: a host scans
         just the segments it was assigned); returns the extended rows and the candidates
         scanned."""
-        rows = np.arange(len(members), dtype=np.int64)
         if spans is None:
+            rows = np.arange(len(members), dtype=np.int64)
             out, _, scanned = self.extend_rows(members, prober, j, rows)
             return out, scanned
-        a = np.repeat(np.asarray([s[0] for s in spans], np.int64), len(members))
-        b = np.repeat(np.asarray([s[1] for s in spans], np.int64), len(members))
-        out, _, scanned = self.extend_rows(members, prober, j, np.tile(rows, len(spans)),
-                                           (a, b))
+        row, a, b = span_rows(len(members), spans)
+        out, _, scanned = self.extend_rows(members, prober, j, row, (a, b))
         return out, scanned
 
     def extend_rows(self, members: IntArray, prober: IntArray, j: int, row: IntArray,
