@@ -22,7 +22,8 @@ ALL = "all"
 @dataclass(frozen=True)
 class Benchmark:
     """One `harvest bench` name: the module whose ``run`` it calls and the options
-    (``only``: parts to run, ``minutes``: how long) that ``run`` accepts."""
+    (``only``: parts to run, ``minutes``: how long, ``repeats``: runs per point) that
+    ``run`` accepts."""
 
     name: str
     module: str
@@ -36,7 +37,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("disorder", "bench.disorder.main", frozenset({"only"})),
     Benchmark("grubjoin", "bench.grubjoin.main", frozenset({"only"})),
     Benchmark("selective", "bench.selective.main"),
-    Benchmark("pipeline", "bench.pipeline.main", frozenset({"only"})),
+    Benchmark("pipeline", "bench.pipeline.main", frozenset({"only", "repeats"})),
     Benchmark("memory", "bench.memory.main"),
     Benchmark("state", "bench.state.main", frozenset({"only"})),
     Benchmark("delivery", "bench.delivery.main"),
@@ -62,13 +63,18 @@ def selected(name: str) -> tuple[Benchmark, ...]:
     return found
 
 
-def _options(bench: Benchmark, only: str | None, minutes: float | None) -> dict[str, Any]:
+def _options(bench: Benchmark, only: str | None, minutes: float | None,
+             repeats: int | None = None) -> dict[str, Any]:
     """The options for ``bench``'s run; ConfigError naming one it does not take."""
     given: dict[str, Any] = {}
     if only:
         given["only"] = only
     if minutes is not None:
         given["minutes"] = minutes
+    if repeats is not None:
+        if repeats < 1:
+            raise ConfigError(f"--repeats: must be >= 1, got {repeats}")
+        given["repeats"] = repeats
     for key, value in given.items():
         if key not in bench.options:
             raise ConfigError(f"--{key}: bench {bench.name} does not take it, got {value!r}")
@@ -76,11 +82,12 @@ def _options(bench: Benchmark, only: str | None, minutes: float | None) -> dict[
 
 
 def run(name: str, quick: bool, results_dir: Path, settings: Settings, *,
-        only: str | None = None, minutes: float | None = None) -> int:
+        only: str | None = None, minutes: float | None = None,
+        repeats: int | None = None) -> int:
     """Run benchmark ``name`` (or ``all``, one after the other); the worst exit code."""
     code = 0
     for bench in selected(name):
-        options = _options(bench, only, minutes)
+        options = _options(bench, only, minutes, repeats)
         module = importlib.import_module(bench.module)
         code = max(code, int(module.run(quick, results_dir, settings, **options)))
     return code

@@ -15,7 +15,7 @@ from bench.kit.broker import kafka_up
 from bench.kit.output import write_json
 from bench.kit.spark import session_config, spark_session
 from bench.pipeline.measure import RunMeasure
-from bench.pipeline.report import payload, progress_line, publish
+from bench.pipeline.report import median_run, payload, progress_line, publish
 from bench.pipeline.runs import measure_case, run_case
 from bench.pipeline.workload import (
     DURATION_S,
@@ -145,35 +145,46 @@ def _merge(rows: list[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, An
 
 
 def _sweep(points: list[Point], rows: list[dict[str, Any]], caps: dict[str, Any],
-           quick: bool, settings: Settings, results_dir: Path) -> list[dict[str, Any]]:
-    """Run ``points`` on one Spark session; the JSON rewritten (``partial``) after each."""
+           quick: bool, settings: Settings, results_dir: Path, repeats: int = 1
+           ) -> list[dict[str, Any]]:
+    """Run ``points`` on one Spark session, ``repeats`` rounds of every point in turn (so
+    the runs of two methods at one point alternate); a point's row is its median run
+    (:func:`~bench.pipeline.report.median_run`). The JSON is rewritten (``partial``)
+    after each run."""
     duration = QUICK_DURATION_S if quick else DURATION_S
     workdir = settings.cache_dir / "bench-pipeline"
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    runs: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    total = len(points) * repeats
     with spark_session(session_config(settings, "harvest-bench-pipeline")) as spark:
-        for i, p in enumerate(points, 1):
+        for i, (rep, p) in enumerate(((r, p) for r in range(repeats) for p in points), 1):
             rate = p.load * _capacity(p.workload, caps, settings)
             seconds = p.workload.run_seconds(quick)
             case = Case(p.workload.name, p.method, rate, p.workload.spec(p.method, settings),
                         p.workload.produce_args(seconds), seconds, p.load)
-            print(f"[bench pipeline {i}/{len(points)} +{time.monotonic() - t0:.0f}s] "
-                  f"{case.workload} {case.method} at {p.load:g}× = {rate:.0f}/s per stream",
-                  flush=True)
+            print(f"[bench pipeline {i}/{total} +{time.monotonic() - t0:.0f}s] "
+                  f"{case.workload} {case.method} at {p.load:g}× = {rate:.0f}/s per stream"
+                  + (f" (run {rep + 1} of {repeats})" if repeats > 1 else ""), flush=True)
             m: RunMeasure = run_case(case, spark, settings, workdir, SPEEDUP, GRACE_S)
-            rows = _merge(rows, m.row())
-            print(progress_line(rows[-1]), flush=True)
-            if i < len(points):
+            print(progress_line(m.row()), flush=True)
+            done = runs.setdefault((p.workload.name, p.load, p.method), [])
+            done.append(m.row())
+            rows = _merge(rows, median_run(done) if repeats > 1 else done[0])
+            if i < total:
                 body = payload(rows, caps, quick, SPEEDUP, duration)
-                body["partial"] = f"{i} of {len(points)} runs done"
+                body["partial"] = f"{i} of {total} runs done"
                 write_json("pipeline", body, results_dir)
     return rows
 
 
-def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
+def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None,
+        repeats: int = 1) -> int:
     """Benchmark entry point (see the package docstring); ``only``: ``remeasure`` (see
     :func:`remeasure`) or the points to run again (:func:`plan`), merged into the
-    existing ``pipeline.json``."""
+    existing ``pipeline.json``; ``repeats``: runs of every point (:func:`_sweep`)."""
+    if repeats < 1:
+        raise ConfigError(f"--repeats: must be >= 1, got {repeats}")
     if only == REMEASURE:
         return remeasure(results_dir, settings)
     points = plan(quick, only)
@@ -181,6 +192,6 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     rows: list[dict[str, Any]] = list(old["rows"]) if old else []
     caps: dict[str, Any] = dict(old["capacity"]) if old else {}
     settings = kafka_up(settings)
-    rows = _sweep(points, rows, caps, quick, settings, results_dir)
+    rows = _sweep(points, rows, caps, quick, settings, results_dir, repeats)
     duration = QUICK_DURATION_S if quick else DURATION_S
     return publish(payload(rows, caps, quick, SPEEDUP, duration), results_dir)

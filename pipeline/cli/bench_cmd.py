@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the faulted run lasts (default 10; --quick: 3)",
     )
     p.add_argument(
+        "--repeats", type=int, default=None,
+        help="pipeline: runs of each point, alternating between the points; the run with "
+        "the median output is the point's row, every run's output in its 'runs' "
+        "(default 1)",
+    )
+    p.add_argument(
         "--results-dir", type=Path, default=None, help="where to write (default bench/results)"
     )
     p.set_defaults(handler=run)
@@ -39,4 +45,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the named benchmark(s) (:func:`bench.registry.run`)."""
     return run_benchmark(args.name, args.quick, args.results_dir or settings.results_dir,
                          settings, only=getattr(args, "only", None),
-                         minutes=getattr(args, "minutes", None))
+                         minutes=getattr(args, "minutes", None),
+                         repeats=getattr(args, "repeats", None))

@@ -14,6 +14,7 @@ from bench.pipeline.profile import phase_seconds, profile_rows, python_profile
 from bench.pipeline.report import (
     compare_rows,
     judge_targets,
+    median_run,
     summary,
     zero_output_windows,
 )
@@ -197,3 +198,14 @@ def test_plan_of_only_parts() -> None:
         plan(False, "sweeps")
     with pytest.raises(ConfigError, match="is not workload"):
         plan(False, "news-cosine:2:nope")
+
+
+def test_a_repeated_point_is_its_median_run_with_every_run_beside_it() -> None:
+    runs = [{"output_rate": r, "recall": r / 10, "p99_ms": 1.0, "batch_ms_p50": 2.0,
+             "results": int(r), "method": "grubjoin"} for r in (8.0, 2.0, 6.0, 4.0)]
+    row = median_run(runs)
+    assert row["output_rate"] == 4.0 and row["recall"] == 0.4  # lower of the middle two
+    assert row["median_of"] == 4
+    assert [r["output_rate"] for r in row["runs"]] == [8.0, 2.0, 6.0, 4.0]
+    assert median_run([runs[0]])["output_rate"] == 8.0
+    assert median_run([row, runs[1], runs[2]])["runs"][0]["output_rate"] == 4.0

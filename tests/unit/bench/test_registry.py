@@ -13,7 +13,7 @@ from bench.registry import ALL, BENCHMARKS, Benchmark, names, run, selected
 from pipeline.core.errors import ConfigError
 from pipeline.core.settings import Settings
 
-OPTIONS = {"only", "minutes"}
+OPTIONS = {"only", "minutes", "repeats"}
 
 
 @pytest.mark.parametrize("bench", BENCHMARKS, ids=lambda b: b.name)
@@ -34,3 +34,11 @@ def test_an_option_a_benchmark_does_not_take_is_a_config_error(tmp_path: Path) -
         run("join", True, tmp_path, Settings(), minutes=3.0)
     with pytest.raises(ConfigError, match="no benchmark 'nope'"):
         run("nope", True, tmp_path, Settings())
+
+
+def test_repeats_below_one_and_on_a_benchmark_without_it_are_config_errors(tmp_path: Path
+                                                                          ) -> None:
+    with pytest.raises(ConfigError, match=r"--repeats: must be >= 1, got 0"):
+        run("pipeline", True, tmp_path, Settings(), repeats=0)
+    with pytest.raises(ConfigError, match=r"--repeats: bench join does not take it, got 2"):
+        run("join", True, tmp_path, Settings(), repeats=2)
