@@ -158,9 +158,11 @@ def zero_output_windows(row: Mapping[str, Any]) -> list[float]:
 def _judge_ratios(gj: dict[tuple[str, float], Mapping[str, Any]],
                   why: dict[str, str]) -> dict[str, bool]:
     """grubjoin ≥ the best baseline at every point, and the gain at 2× per workload."""
-    below = [f"{w} {load:g}×: {_fmt2(r.get('ratio_vs_best_baseline'))}x vs "
-             f"{r.get('best_baseline')}" for (w, load), r in sorted(gj.items())
-             if (r.get("ratio_vs_best_baseline") or 0.0) < 1.0]
+    below = [f"{w} {load:g}×: " + (
+        "no baseline within the latency bound" if r.get("best_baseline") is None else
+        f"{_fmt2(r.get('ratio_vs_best_baseline'))}x vs {r.get('best_baseline')}")
+        for (w, load), r in sorted(gj.items())
+        if (r.get("ratio_vs_best_baseline") or 0.0) < 1.0]
     short = []
     for w, need in GAIN_AT_2X.items():
         r = gj.get((w, 2.0))

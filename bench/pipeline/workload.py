@@ -156,7 +156,10 @@ class SweepWorkload:
 #: lag-seconds around τ = 5 s (the first sweep's story every 0.25 s among 1,000, Zipf 0.5,
 #: spread them evenly over the window: 29 % in the best 8 s, nothing for harvesting to
 #: learn; docs/NOTES.md). Positions: 2 teams, players within 0.3 m, 10 s
-#: windows (the example's 2 s windows and 3 m left the probe cheap and the results many)
+#: windows (the example's 2 s windows and 3 m left the probe cheap and the results many),
+#: 150 s of input per run: at 70 s the steady span was three micro-batches, and three
+#: runs of one method at 2× spread over 2–3× (tail drop 5,033–15,170 results/s,
+#: docs/NOTES.md)
 WORKLOADS: tuple[SweepWorkload, ...] = (
     SweepWorkload("sensors-nonaligned", "sensors", "demo.toml", WINDOW_MS, EPSILON, 3,
                   lags_s=(0.0, 5.0, 15.0), kappas=(2.0, 2.0, 50.0),
@@ -170,7 +173,7 @@ WORKLOADS: tuple[SweepWorkload, ...] = (
                              "shedding": {"basic_window_ms": 2000}}),
     SweepWorkload("positions-distance", "positions", "positions.toml", 10_000, 0.3, 2,
                   disorder="exp:mean=200", sample_rate=150.0,
-                  overrides={"shedding": {"basic_window_ms": 1000}}),
+                  overrides={"shedding": {"basic_window_ms": 1000}}, duration_s=150.0),
 )
 
 

@@ -209,3 +209,12 @@ def test_a_repeated_point_is_its_median_run_with_every_run_beside_it() -> None:
     assert [r["output_rate"] for r in row["runs"]] == [8.0, 2.0, 6.0, 4.0]
     assert median_run([runs[0]])["output_rate"] == 8.0
     assert median_run([row, runs[1], runs[2]])["runs"][0]["output_rate"] == 4.0
+
+
+def test_a_point_whose_baselines_all_miss_the_latency_bound_says_so() -> None:
+    rows = [r for r in sweep(ALL_GOOD) if not (r["workload"] == P and r["load"] == 1.5)]
+    rows += [row(P, 1.5, "grubjoin", 80.0), row(P, 1.5, "taildrop", 120.0, p99=30_000.0)]
+    targets, why = judge_targets(compare_rows(rows, BOUND), BOUND)
+    assert not targets["grubjoin>=best_baseline_everywhere"]
+    assert why["grubjoin>=best_baseline_everywhere"] == (
+        "positions-distance 1.5×: no baseline within the latency bound")
