@@ -52,10 +52,11 @@ def sweep_note(quick: bool, sweep: dict[float, tuple[str, ...]]) -> str:
                       f"{w.run_seconds(False):g} s of input" for w in WORKLOADS)
     return ("full sweep (issue 28), per workload: " + "; ".join(parts) + ". Each "
             "workload's capacity measured at the start through the job's instance "
-            f"(pipeline.app.capacity, through='instance'). Sized for ~60 min on a 2-core "
-            f"machine shared with the broker and the producer: per run {sizes} "
-            "(each run also costs 40-90 s of query start, drain, "
-            "idle wait and measuring: 30 runs ~55-75 min); the steady span starts after "
+            f"(pipeline.app.capacity, through='instance'), on a 2-core machine shared "
+            f"with the broker and the producer: per run {sizes} (a 150 s run took "
+            "330-360 s of wall time with its query start, drain, idle wait and measuring, "
+            "a 70 s run 180-240 s: the 30 runs ~2.5 h; --repeats N multiplies that, "
+            "--only re-runs points); the steady span starts after "
             f"{SETTLE_WINDOWS:g} windows. A run still behind 40 s after its input ended "
             "is stopped. The adaptive random drop (below the static one at every point "
             "measured before) and the equi peer part (harvest bench peer) are left out")

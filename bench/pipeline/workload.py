@@ -46,7 +46,9 @@ SETTLE_WINDOWS = 1.5
 #: reading back and the oracle; the quick smoke's 50 s runs took 104 and 141 s of wall
 #: time plus ~20 s of measuring), so 70 s of input per run with 20 s windows (the paper's
 #: w) leaves a 33 s steady span (30–63 s, four 8 s micro-batches) after 1.5 windows of
-#: fill and convergence: 30 runs ≈ 55–75 min, ~60 min once the runs keep up
+#: fill and convergence: 30 runs ≈ 55–75 min, ~60 min once the runs keep up. The sensors
+#: and positions workloads run 150 s each (their ``duration_s``): 330–360 s of wall time per
+#: run, ~2.5 h for the whole sweep (session 20)
 DURATION_S = 70.0
 #: ``--quick``: one workload, one load, a short run (a smoke test, not a measurement)
 QUICK_DURATION_S = 50.0
