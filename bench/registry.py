@@ -72,8 +72,6 @@ def _options(bench: Benchmark, only: str | None, minutes: float | None,
     if minutes is not None:
         given["minutes"] = minutes
     if repeats is not None:
-        if repeats < 1:
-            raise ConfigError(f"--repeats: must be >= 1, got {repeats}")
         given["repeats"] = repeats
     for key, value in given.items():
         if key not in bench.options:

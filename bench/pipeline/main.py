@@ -167,9 +167,10 @@ def _sweep(points: list[Point], rows: list[dict[str, Any]], caps: dict[str, Any]
                   f"{case.workload} {case.method} at {p.load:g}× = {rate:.0f}/s per stream"
                   + (f" (run {rep + 1} of {repeats})" if repeats > 1 else ""), flush=True)
             m: RunMeasure = run_case(case, spark, settings, workdir, SPEEDUP, GRACE_S)
-            print(progress_line(m.row()), flush=True)
+            row = m.row()
+            print(progress_line(row), flush=True)
             done = runs.setdefault((p.workload.name, p.load, p.method), [])
-            done.append(m.row())
+            done.append(row)
             rows = _merge(rows, median_run(done) if repeats > 1 else done[0])
             if i < total:
                 body = payload(rows, caps, quick, SPEEDUP, duration)
