@@ -44,7 +44,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("peer", "bench.peer.main", frozenset({"only"})),
     Benchmark("diffusion", "bench.diffusion.main", frozenset({"only"})),
     Benchmark("soak", "bench.soak.main", frozenset({"minutes"})),
-    Benchmark("chaos", "bench.chaos.main", frozenset({"minutes"})),
+    Benchmark("chaos", "bench.chaos.main", frozenset({"minutes", "only"})),
 )
 
 

@@ -29,11 +29,17 @@ micro-batch, the job ending cleanly) and ``faults``. Targets: ``faults_survived 
 faults`` (≥ 8 in the full run), nothing lost, no duplicate, equal to the oracle, and the
 median ``recovered_s`` of the broker faults ≤ 2 × the trigger.
 
-The rate is :data:`~bench.chaos.plan.LOAD` of what the Spark job worked off in the last
-chaos run (``capacity.job_rate_per_stream`` of ``chaos.json``: records read per second of
-micro-batch time while the producer ran, :mod:`~bench.chaos.capacity`), so that the job is
-busy about that share of every trigger; without one, a third of the full join's
-per-stream capacity as `harvest bench soak` measured it (``soak.json``), else
+The rate is :data:`~bench.chaos.plan.LOAD` of what the Spark job works off (the median
+of the last :data:`~bench.chaos.plan.HISTORY` runs' measurements, ``job_rate_history``
+of ``chaos.json``: records read per second of micro-batch time while the producer ran,
+:mod:`~bench.chaos.capacity`), so that the job is busy about that share of every
+trigger. Two parts (``--only faults,at_capacity``, merged into the existing JSON):
+``faults``, the run at :data:`~bench.chaos.plan.LOAD`, whose body is the top of
+``chaos.json``, and ``at_capacity``, the same run at 1× the job's rate (the issue's
+"1× capacity" read literally: the job busy all of every trigger, so no stall is ever
+worked off), under ``at_capacity`` with targets of its own and ``chaos_at_capacity.png``.
+Without a measurement the rate is a third of the full join's per-stream capacity as
+`harvest bench soak` measured it (``soak.json``), else
 :data:`~bench.chaos.plan.RATE_PER_STREAM`. The JSON records ``input_rate_per_stream``,
 ``capacity`` (what the rate was based on, the job's rate measured in this run and how)
 and ``load`` (the rate against the job's measured rate: the share of the run the job was

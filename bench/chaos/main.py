@@ -15,10 +15,15 @@ from bench.chaos.capacity import batches, job_rate
 from bench.chaos.faults import kill_leader, kill_python_worker
 from bench.chaos.live import Run
 from bench.chaos.plan import (
+    AT_CAPACITY_LOAD,
+    HISTORY,
+    LOAD,
     NODE_DOWN_S,
     NODES,
+    PARTS,
     Fault,
     job_capacity,
+    job_history,
     plan,
     rate_basis,
     soak_capacity,
@@ -27,6 +32,7 @@ from bench.chaos.readback import Outcome, read_back
 from bench.chaos.recovery import commit_times
 from bench.chaos.report import payload, plot
 from bench.kit.output import write_json
+from bench.kit.parts import only_parts
 from pipeline.core.errors import HarvestError, InfraError
 from pipeline.core.jsonl import read_jsonl
 from pipeline.core.procs import Child, run_harvest
@@ -156,18 +162,20 @@ def _capacity(run: Run, t0: float, basis: str, results_dir: Path) -> dict[str, A
     }
 
 
-def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | None = None
-        ) -> int:
-    """Benchmark entry point (see the package docstring)."""
+def _measured(results_dir: Path, settings: Settings, quick: bool, minutes: float | None,
+              load: float) -> dict[str, Any]:
+    """One faulted run at ``load`` × the job's rate (:func:`~bench.chaos.plan.rate_basis`)
+    on a cluster of its own; its JSON body."""
     launcher = _cluster(settings)
     status = launcher.up(NODES, timeout=240.0)
     assert status.bootstrap is not None
     bootstrap = status.bootstrap
     try:
-        rate, basis = rate_basis(results_dir)
+        rate, basis = rate_basis(results_dir, load)
         chaos = plan(quick, minutes, settings, _slack(settings, quick, minutes, rate), rate)
-        print(f"chaos: {chaos.minutes:g} min at {chaos.rate:g}/s per stream on {NODES} "
-              f"nodes ({bootstrap}); {len(chaos.faults)} faults", flush=True)
+        print(f"chaos: {chaos.minutes:g} min at {chaos.rate:g}/s per stream "
+              f"({load:g} x the job's rate, basis {basis}) on {NODES} nodes ({bootstrap}); "
+              f"{len(chaos.faults)} faults", flush=True)
         live = Run(chaos, launcher, bootstrap,
                    Child("submit-1", chaos.submit_args(), chaos.workdir,
                          {"HARVEST_BOOTSTRAP_SERVERS": bootstrap}))
@@ -177,9 +185,50 @@ def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | Non
         launcher.down()
     body = payload(live, t0, code, outcome, settings, results_dir,
                    _capacity(live, t0, basis, results_dir))
+    body["planned_load"] = load
+    return body
+
+
+def _earlier(results_dir: Path) -> dict[str, Any]:
+    """The existing ``chaos.json`` (without its machine header), else {}."""
+    try:
+        data = json.loads((results_dir / "chaos.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if k not in ("benchmark", "machine")}
+
+
+def _save(body: dict[str, Any], measured: dict[str, Any], results_dir: Path) -> None:
+    """Append ``measured``'s job rate to ``job_rate_history`` and write ``chaos.json``."""
+    history = job_history(results_dir)
+    rate = (measured.get("capacity") or {}).get("job_rate_per_stream")
+    if rate:
+        history.append(float(rate))
+    body["job_rate_history"] = history[-HISTORY:]
     write_json("chaos", body, results_dir)
-    plot(body, results_dir)
-    print(json.dumps({k: body[k] for k in ("faults", "faults_survived", "records_lost",
-                                           "duplicates_read_committed",
-                                           "results_equal_oracle", "targets_met")}))
+
+
+def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | None = None,
+        only: str | None = None) -> int:
+    """Benchmark entry point (see the package docstring); ``only``: comma-separated parts
+    of :data:`~bench.chaos.plan.PARTS`, merged into the existing ``chaos.json``."""
+    parts = only_parts(only, PARTS)
+    body = _earlier(results_dir)
+    if "faults" in parts:
+        measured = _measured(results_dir, settings, quick, minutes, LOAD)
+        kept = {k: body[k] for k in ("at_capacity",) if k in body}
+        body = {**measured, **kept}
+        _save(body, measured, results_dir)
+        plot(body, results_dir)
+    if "at_capacity" in parts:
+        measured = _measured(results_dir, settings, quick, minutes, AT_CAPACITY_LOAD)
+        body["at_capacity"] = measured
+        _save(body, measured, results_dir)
+        plot(measured, results_dir, "chaos_at_capacity")
+    keys = ("faults", "faults_survived", "records_lost", "duplicates_read_committed",
+            "results_equal_oracle", "median_recovered_s_broker", "targets_met")
+    print(json.dumps({part: {k: (body if part == "faults" else body[part]).get(k)
+                             for k in keys} for part in parts}))
     return 0

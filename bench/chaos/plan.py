@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,15 @@ QUICK_MINUTES = 3.0
 #: it, and at 1× of its own rate every fault's stall leaves a backlog that the next
 #: batches still carry (docs/NOTES.md, issue 33, session 15)
 LOAD = 0.6
+#: the ``at_capacity`` part: the issue's "1× capacity" read literally, 1× of what the job
+#: works off (the job busy all of every trigger; a fault's stall is never worked off)
+AT_CAPACITY_LOAD = 1.0
+#: the parts `--only` may name: the faulted run at :data:`LOAD` and the one at
+#: :data:`AT_CAPACITY_LOAD` (``at_capacity`` in ``chaos.json``)
+PARTS = ("faults", "at_capacity")
+#: the job rates of this many last runs are kept (``job_rate_history``); the rate is
+#: planned from their median, so one run slowed by other load does not set the next one's
+HISTORY = 5
 #: without a chaos run's measurement: this share of the full join's capacity as `harvest
 #: bench soak` measured it (per stream; at a third the committed run of session 11 was
 #: already busy all of every trigger)
@@ -109,26 +119,47 @@ def soak_capacity(results_dir: Path) -> float | None:
         return None
 
 
-def job_capacity(results_dir: Path) -> float | None:
-    """Tuples/s per stream the Spark job worked off in the last chaos run
-    (``capacity.job_rate_per_stream`` of ``chaos.json``), else None."""
+def job_history(results_dir: Path) -> list[float]:
+    """The job rates (tuples/s per stream) the last chaos runs measured, oldest first:
+    ``job_rate_history`` of ``chaos.json`` (every part's run appends its own), else that
+    run's ``capacity.job_rate_per_stream``; [] without a measurement."""
     try:
         data = json.loads((results_dir / "chaos.json").read_text())
-        return float(data["capacity"]["job_rate_per_stream"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    kept = data.get("job_rate_history")
+    if not isinstance(kept, list):
+        capacity = data.get("capacity")
+        kept = [capacity.get("job_rate_per_stream")] if isinstance(capacity, dict) else []
+    return [float(v) for v in kept if isinstance(v, (int, float)) and v > 0][-HISTORY:]
 
 
-def rate_basis(results_dir: Path) -> tuple[float, str]:
-    """(tuples/s per stream, what it is based on): :data:`LOAD` × the job's measured rate
-    (``"job"``), else :data:`OPERATOR_SHARE` × the operator's capacity (``"operator"``),
-    else :data:`RATE_PER_STREAM` (``"default"``)."""
+def job_capacity(results_dir: Path) -> float | None:
+    """Tuples/s per stream the Spark job works off: the median of :func:`job_history`
+    (the last :data:`HISTORY` chaos runs), else None.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "chaos.json").write_text('{"job_rate_history": [300, 500, 900]}')
+    >>> job_capacity(d)
+    500.0
+    """
+    history = job_history(results_dir)
+    return float(statistics.median(history)) if history else None
+
+
+def rate_basis(results_dir: Path, load: float = LOAD) -> tuple[float, str]:
+    """(tuples/s per stream, what it is based on): ``load`` × the job's measured rate
+    (``"job"``, :func:`job_capacity`), else :data:`OPERATOR_SHARE` × ``load`` /
+    :data:`LOAD` × the operator's capacity (``"operator"``), else
+    :data:`RATE_PER_STREAM` (``"default"``)."""
     job = job_capacity(results_dir)
     if job:
-        return round(LOAD * job, 1), "job"
+        return round(load * job, 1), "job"
     operator = soak_capacity(results_dir)
     if operator:
-        return round(OPERATOR_SHARE * operator, 1), "operator"
+        return round(OPERATOR_SHARE * load / LOAD * operator, 1), "operator"
     return RATE_PER_STREAM, "default"
 
 

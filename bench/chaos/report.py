@@ -76,8 +76,8 @@ def payload(run: Run, t0: float, job_exit: int, outcome: Outcome, settings: Sett
     }
 
 
-def plot(body: dict[str, Any], results_dir: Path) -> Path:
-    """Micro-batches committed over time with each fault and its recovery."""
+def plot(body: dict[str, Any], results_dir: Path, name: str = "chaos") -> Path:
+    """Micro-batches committed over time with each fault and its recovery (``name``.png)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -99,7 +99,8 @@ def plot(body: dict[str, Any], results_dir: Path) -> Path:
         top.plot([], [], color=colour, ls="--", label=kind)
     top.set_ylabel("batch id")
     verdict = ("equal to the oracle" if body["results_equal_oracle"] else "NOT the oracle's")
-    top.set_title(f"chaos: {body['faults_survived']}/{body['faults']} faults survived, "
+    load = f" at {body['load']:g}x the job's rate" if body.get("load") else ""
+    top.set_title(f"chaos{load}: {body['faults_survived']}/{body['faults']} faults survived, "
                   f"{body['records_lost']} records lost, "
                   f"{body['duplicates_read_committed']} duplicates, results {verdict}")
     top.legend(loc="upper left", fontsize=8)
@@ -108,4 +109,4 @@ def plot(body: dict[str, Any], results_dir: Path) -> Path:
     bottom.set_ylabel("recovered (s)")
     bottom.set_xlabel("seconds since the input started")
     bottom.legend(loc="upper left", fontsize=8)
-    return save_figure(fig, "chaos", results_dir)
+    return save_figure(fig, name, results_dir)

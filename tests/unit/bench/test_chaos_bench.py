@@ -210,3 +210,54 @@ def test_a_node_that_fails_to_start_fails_the_fault() -> None:
 
     with pytest.raises(InfraError, match="node 3"):
         start_niced(SimpleNamespace(start_node=start_node), 3, 10)  # type: ignore[arg-type]
+
+
+def test_the_rate_is_planned_from_the_median_of_the_last_runs(tmp_path: Path) -> None:
+    import json
+    import statistics
+
+    from bench.chaos.plan import AT_CAPACITY_LOAD, HISTORY, LOAD, job_history, rate_basis
+
+    rates = [350.0, 520.0, 310.0, 500.0, 480.0, 900.0, 495.0]
+    (tmp_path / "chaos.json").write_text(json.dumps(
+        {"capacity": {"job_rate_per_stream": 1.0}, "job_rate_history": rates}))
+    assert job_history(tmp_path) == rates[-HISTORY:]
+    median = statistics.median(rates[-HISTORY:])
+    assert rate_basis(tmp_path) == (round(LOAD * median, 1), "job")
+    assert rate_basis(tmp_path, AT_CAPACITY_LOAD) == (round(median, 1), "job")
+    # one slow run moves the median by at most one neighbour, not to its own value
+    slowed = [*rates[-HISTORY + 1:], 100.0]
+    (tmp_path / "chaos.json").write_text(json.dumps({"job_rate_history": slowed}))
+    assert rate_basis(tmp_path)[0] >= round(LOAD * 480.0, 1)
+
+
+def test_chaos_parts_are_checked_and_merged(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import bench.chaos.main as chaos_main
+    from pipeline.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--only"):
+        chaos_main.run(True, tmp_path, SimpleNamespace(), only="faults,nope")  # type: ignore[arg-type]
+    loads: list[float] = []
+
+    def fake(results_dir: Path, settings: object, quick: bool, minutes: float | None,
+             load: float) -> dict[str, object]:
+        loads.append(load)
+        return {"load": load, "capacity": {"job_rate_per_stream": 400.0 + 100 * load},
+                "commits": [], "fault_log": [], "faults": 0, "faults_survived": 0,
+                "records_lost": 0, "duplicates_read_committed": 0,
+                "results_equal_oracle": True, "trigger_ms": 8000}
+
+    monkeypatch.setattr(chaos_main, "_measured", fake)
+    monkeypatch.setattr(chaos_main, "plot", lambda *a, **k: None)
+    (tmp_path / "chaos.json").write_text(json.dumps({"job_rate_history": [300.0]}))
+    assert chaos_main.run(False, tmp_path, SimpleNamespace(), only="at_capacity") == 0  # type: ignore[arg-type]
+    first = json.loads((tmp_path / "chaos.json").read_text())
+    assert first["at_capacity"]["load"] == 1.0 and first["job_rate_history"] == [300.0, 500.0]
+    assert chaos_main.run(False, tmp_path, SimpleNamespace(), only="faults") == 0  # type: ignore[arg-type]
+    second = json.loads((tmp_path / "chaos.json").read_text())
+    assert second["load"] == 0.6 and second["at_capacity"] == first["at_capacity"]
+    assert second["job_rate_history"] == [300.0, 500.0, 460.0]
+    assert loads == [1.0, 0.6]
