@@ -231,10 +231,12 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
 
     def _offered(self, nows: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Which tuples with admitted fractions ``a`` < 1 reach the queue: whole slices of
-        the engine clock (``admit_slices``, slices.py), else each at random."""
+        the engine clock, a basic window but at most Δ long (``admit_slices``,
+        slices.py), else each at random."""
         sh = self.config.shedding
         if sh.admit_slices:
-            return slices_kept(nows, a, sh.seed, sh.basic_window_ms)
+            return slices_kept(nows, a, sh.seed,
+                               max(1, min(sh.basic_window_ms, sh.adapt_interval_ms)))
         return np.asarray(self.admit_rng.random(a.shape[0]) < a)
 
     def plan(self, direction: int) -> ProbePlan | None:
