@@ -35,9 +35,10 @@ of ``chaos.json``: records read per second of micro-batch time while the produce
 :mod:`~bench.chaos.capacity`), so that the job is busy about that share of every
 trigger. Two parts (``--only faults,at_capacity``, merged into the existing JSON):
 ``faults``, the run at :data:`~bench.chaos.plan.LOAD`, whose body is the top of
-``chaos.json``, and ``at_capacity``, the same run at 1× the job's rate (the issue's
-"1× capacity" read literally: the job busy all of every trigger, so no stall is ever
-worked off), under ``at_capacity`` with targets of its own and ``chaos_at_capacity.png``.
+``chaos.json``, and ``at_capacity``, the same run at 1× the demo's capacity (the full
+join's per-stream capacity as `harvest bench soak` measured it, the issue's "1×
+capacity" read literally; else 1× the job's rate), under ``at_capacity`` with targets of
+its own and ``chaos_at_capacity.png``.
 Without a measurement the rate is a third of the full join's per-stream capacity as
 `harvest bench soak` measured it (``soak.json``), else
 :data:`~bench.chaos.plan.RATE_PER_STREAM`. The JSON records ``input_rate_per_stream``,

@@ -22,6 +22,7 @@ from bench.chaos.plan import (
     NODES,
     PARTS,
     Fault,
+    capacity_basis,
     job_capacity,
     job_history,
     plan,
@@ -164,17 +165,19 @@ def _capacity(run: Run, t0: float, basis: str, results_dir: Path) -> dict[str, A
 
 def _measured(results_dir: Path, settings: Settings, quick: bool, minutes: float | None,
               load: float) -> dict[str, Any]:
-    """One faulted run at ``load`` × the job's rate (:func:`~bench.chaos.plan.rate_basis`)
-    on a cluster of its own; its JSON body."""
+    """One faulted run on a cluster of its own, at ``load`` × the job's rate
+    (:func:`~bench.chaos.plan.rate_basis`) or, for :data:`AT_CAPACITY_LOAD`, at the
+    demo's capacity (:func:`~bench.chaos.plan.capacity_basis`); its JSON body."""
     launcher = _cluster(settings)
     status = launcher.up(NODES, timeout=240.0)
     assert status.bootstrap is not None
     bootstrap = status.bootstrap
     try:
-        rate, basis = rate_basis(results_dir, load)
+        rate, basis = (capacity_basis(results_dir) if load == AT_CAPACITY_LOAD
+                       else rate_basis(results_dir, load))
         chaos = plan(quick, minutes, settings, _slack(settings, quick, minutes, rate), rate)
         print(f"chaos: {chaos.minutes:g} min at {chaos.rate:g}/s per stream "
-              f"({load:g} x the job's rate, basis {basis}) on {NODES} nodes ({bootstrap}); "
+              f"(basis {basis}) on {NODES} nodes ({bootstrap}); "
               f"{len(chaos.faults)} faults", flush=True)
         live = Run(chaos, launcher, bootstrap,
                    Child("submit-1", chaos.submit_args(), chaos.workdir,

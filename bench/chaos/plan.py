@@ -25,8 +25,9 @@ QUICK_MINUTES = 3.0
 #: it, and at 1× of its own rate every fault's stall leaves a backlog that the next
 #: batches still carry (docs/NOTES.md, issue 33, session 15)
 LOAD = 0.6
-#: the ``at_capacity`` part: the issue's "1× capacity" read literally, 1× of what the job
-#: works off (the job busy all of every trigger; a fault's stall is never worked off)
+#: the ``at_capacity`` part: the issue's "1× capacity" read literally, 1× of the demo's
+#: capacity (the full join's, ``soak.json``'s ``capacity_rate``, as the demo's probe
+#: sizes its rate), else of what the job works off
 AT_CAPACITY_LOAD = 1.0
 #: the parts `--only` may name: the faulted run at :data:`LOAD` and the one at
 #: :data:`AT_CAPACITY_LOAD` (``at_capacity`` in ``chaos.json``)
@@ -161,6 +162,16 @@ def rate_basis(results_dir: Path, load: float = LOAD) -> tuple[float, str]:
     if operator:
         return round(OPERATOR_SHARE * load / LOAD * operator, 1), "operator"
     return RATE_PER_STREAM, "default"
+
+
+def capacity_basis(results_dir: Path) -> tuple[float, str]:
+    """(tuples/s per stream, basis) of the ``at_capacity`` part: :data:`AT_CAPACITY_LOAD`
+    × the operator's capacity as `harvest bench soak` measured it (``"operator"``: the
+    demo's own notion of capacity, fixed, not fed back), else × the job's rate."""
+    operator = soak_capacity(results_dir)
+    if operator:
+        return round(AT_CAPACITY_LOAD * operator, 1), "operator"
+    return rate_basis(results_dir, AT_CAPACITY_LOAD)
 
 
 def rate_per_stream(results_dir: Path) -> float:

@@ -261,3 +261,13 @@ def test_chaos_parts_are_checked_and_merged(tmp_path: Path,
     assert second["load"] == 0.6 and second["at_capacity"] == first["at_capacity"]
     assert second["job_rate_history"] == [300.0, 500.0, 460.0]
     assert loads == [1.0, 0.6]
+
+
+def test_at_capacity_runs_at_the_demos_capacity_not_the_fed_back_rate(
+        tmp_path: Path) -> None:
+    from bench.chaos.plan import capacity_basis
+
+    (tmp_path / "chaos.json").write_text('{"job_rate_history": [400.0]}')
+    assert capacity_basis(tmp_path) == (400.0, "job")
+    (tmp_path / "soak.json").write_text('{"capacity": {"capacity_rate": 1784.36}}')
+    assert capacity_basis(tmp_path) == (1784.4, "operator")
