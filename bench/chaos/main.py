@@ -32,7 +32,7 @@ from bench.chaos.plan import (
 from bench.chaos.readback import Outcome, read_back
 from bench.chaos.recovery import commit_times
 from bench.chaos.report import payload, plot
-from bench.kit.output import write_json
+from bench.kit.output import read_payload, write_json
 from bench.kit.parts import only_parts
 from pipeline.core.errors import HarvestError, InfraError
 from pipeline.core.jsonl import read_jsonl
@@ -165,9 +165,10 @@ def _capacity(run: Run, t0: float, basis: str, results_dir: Path) -> dict[str, A
 
 def _measured(results_dir: Path, settings: Settings, quick: bool, minutes: float | None,
               load: float) -> dict[str, Any]:
-    """One faulted run on a cluster of its own, at ``load`` × the job's rate
-    (:func:`~bench.chaos.plan.rate_basis`) or, for :data:`AT_CAPACITY_LOAD`, at the
-    demo's capacity (:func:`~bench.chaos.plan.capacity_basis`); its JSON body."""
+    """One faulted run on a cluster of its own, planned for ``load``: the demo's
+    capacity for :data:`AT_CAPACITY_LOAD` (:func:`~bench.chaos.plan.capacity_basis`),
+    else ``load`` × the job's rate (:func:`~bench.chaos.plan.rate_basis`); its JSON
+    body."""
     launcher = _cluster(settings)
     status = launcher.up(NODES, timeout=240.0)
     assert status.bootstrap is not None
@@ -192,17 +193,6 @@ def _measured(results_dir: Path, settings: Settings, quick: bool, minutes: float
     return body
 
 
-def _earlier(results_dir: Path) -> dict[str, Any]:
-    """The existing ``chaos.json`` (without its machine header), else {}."""
-    try:
-        data = json.loads((results_dir / "chaos.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if k not in ("benchmark", "machine")}
-
-
 def _save(body: dict[str, Any], measured: dict[str, Any], results_dir: Path) -> None:
     """Append ``measured``'s job rate to ``job_rate_history`` and write ``chaos.json``."""
     history = job_history(results_dir)
@@ -218,7 +208,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, minutes: float | Non
     """Benchmark entry point (see the package docstring); ``only``: comma-separated parts
     of :data:`~bench.chaos.plan.PARTS`, merged into the existing ``chaos.json``."""
     parts = only_parts(only, PARTS)
-    body = _earlier(results_dir)
+    body = read_payload("chaos", results_dir)
     if "faults" in parts:
         measured = _measured(results_dir, settings, quick, minutes, LOAD)
         kept = {k: body[k] for k in ("at_capacity",) if k in body}

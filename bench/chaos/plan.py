@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.kit.output import read_payload
 from bench.pipeline.workload import sensor_produce, sensor_spec
 from pipeline.core.settings import Settings
 
@@ -124,12 +125,7 @@ def job_history(results_dir: Path) -> list[float]:
     """The job rates (tuples/s per stream) the last chaos runs measured, oldest first:
     ``job_rate_history`` of ``chaos.json`` (every part's run appends its own), else that
     run's ``capacity.job_rate_per_stream``; [] without a measurement."""
-    try:
-        data = json.loads((results_dir / "chaos.json").read_text())
-    except (OSError, ValueError):
-        return []
-    if not isinstance(data, dict):
-        return []
+    data = read_payload("chaos", results_dir)
     kept = data.get("job_rate_history")
     if not isinstance(kept, list):
         capacity = data.get("capacity")

@@ -34,6 +34,19 @@ def write_json(name: str, payload: dict[str, Any], results_dir: Path) -> Path:
     return path
 
 
+def read_payload(name: str, results_dir: Path) -> dict[str, Any]:
+    """What :func:`write_json` wrote to ``<results_dir>/<name>.json``, without its
+    ``benchmark`` and ``machine`` header; {} when there is none or it is not a JSON
+    object."""
+    try:
+        data = json.loads((results_dir / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if k not in ("benchmark", "machine")}
+
+
 def save_figure(fig: Any, name: str, results_dir: Path) -> Path:
     """Save a matplotlib figure as ``<results_dir>/<name>.png`` and close it."""
     import matplotlib.pyplot as plt
