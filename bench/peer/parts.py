@@ -10,7 +10,6 @@ from typing import Any
 from bench.kit.spark import session_config, spark_session
 from bench.peer.runs import (
     BUILTIN,
-    FLOOR,
     HARVEST,
     METHODS,
     STATE_TIMES,
@@ -18,7 +17,6 @@ from bench.peer.runs import (
     QueryRun,
     keyed_stage_tasks,
     overlap,
-    steady_latency,
 )
 from bench.peer.setup import (
     DISORDER,
@@ -54,9 +52,10 @@ def _best(runs: list[QueryRun]) -> QueryRun:
     return max(runs, key=lambda r: r.input_rows / r.busy_s if r.busy_s > 0 else 0.0)
 
 
-def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
-               ) -> dict[str, Any]:
-    """Both methods on each workload's backlog, alternated, best of ``reps``."""
+def startup_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
+                 ) -> dict[str, Any]:
+    """The short drains (4 micro-batches each, start-up included): both joins on each
+    workload's backlog, alternated, best of ``reps`` (``startup`` of ``peer.json``)."""
     warm = head(ws["equi"], 10)
     for method in METHODS:  # JVM, Python workers, planning caches
         print(f"[bench peer] warm-up {method}", flush=True)
@@ -68,7 +67,7 @@ def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
             for method in METHODS if rep % 2 == 0 else METHODS[::-1]:
                 run, _ = bench.run(spark, w, method, max_offsets=len(w.records) // 4)
                 runs[method].append(run)
-                print(f"[bench peer] drain {w.name} {method}: {run.input_rows} rows in "
+                print(f"[bench peer] startup {w.name} {method}: {run.input_rows} rows in "
                       f"{run.busy_s:.1f} s busy, {len(run.ids)} results (oracle "
                       f"{len(w.truth)}), load {run.load}", flush=True)
         best = {m: _best(r) for m, r in runs.items()}
@@ -84,43 +83,7 @@ def drain_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int
                 for m in METHODS)
         ratio[name] = (round(h["rows_per_s"] / b["rows_per_s"], 3)
                     if h["rows_per_s"] and b["rows_per_s"] else None)
-    return {"rows": rows, "ratio": ratio}
-
-
-def floor_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
-               drain: dict[str, Any]) -> dict[str, Any]:
-    """The read-and-decode floor (:mod:`pipeline.spark.floor`) on each drain backlog, best
-    of ``reps``, and what it leaves for any join: floor rows/s ÷ the built-in join's
-    (``max_ratio``, from the drain part's rows) is the most a join that reads through
-    Spark's Kafka source and this decode could reach against it."""
-    warm = head(ws["equi"], 10)
-    bench.run(spark, warm, FLOOR, max_offsets=len(warm.records) // 2)
-    rows = []
-    for w in ws.values():
-        runs = []
-        for _ in range(reps):
-            run, _cfg = bench.run(spark, w, FLOOR, max_offsets=len(w.records) // 4)
-            runs.append(run)
-            print(f"[bench peer] floor {w.name}: {run.input_rows} rows in {run.busy_s:.1f} s "
-                  f"busy, load {run.load}", flush=True)
-        best = _best(runs)
-        rows.append({"workload": w.name, "method": FLOOR, "input_rows": best.input_rows,
-                     "busy_s": round(best.busy_s, 2),
-                     "rows_per_s": (round(best.input_rows / best.busy_s, 1)
-                                    if best.busy_s > 0 else None),
-                     "batches": len(best.busy), "stopped": best.stopped,
-                     "load_avg": list(best.load),
-                     "runs_rows_per_s": [round(r.input_rows / r.busy_s, 1) if r.busy_s else None
-                                         for r in runs]})
-    peers = {r["workload"]: r["rows_per_s"] for r in drain.get("rows", [])
-             if r["method"] == BUILTIN}
-    max_ratio = {r["workload"]: (round(r["rows_per_s"] / peers[r["workload"]], 3)
-                                 if r["rows_per_s"] and peers.get(r["workload"]) else None)
-                 for r in rows}
-    return {"floor": {"rows": rows, "max_ratio": max_ratio,
-                      "what": "Kafka read + Avro decode + validation of the same backlog, "
-                              "rows discarded (noop sink); max_ratio = its rows/s over the "
-                              "built-in join's: no join reading this way can exceed it"}}
+    return {"startup": {"rows": rows, "ratio": ratio}}
 
 
 def _overhead_workload(ws: dict[str, Workload], seconds: float) -> Workload:
@@ -181,42 +144,11 @@ def overhead_part(spark: Any, bench: Bench, ws: dict[str, Workload], reps: int,
                          "runs": detail}}
 
 
-def streaming_part(spark: Any, bench: Bench, ws: dict[str, Workload],
-                   drain: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each workload replayed in real time at the built-in join's capacity."""
-    out = []
-    for w in ws.values():
-        cap = next((r["rows_per_s"] for r in drain["rows"]
-                    if r["workload"] == w.name and r["method"] == BUILTIN), None)
-        if not cap:
-            continue
-        speedup = cap / (w.rate * len(STREAMS))
-        row: dict[str, Any] = {"workload": w.name, "offered_rows_per_s": round(cap, 1),
-                               "speedup": round(speedup, 3), "by_method": {}}
-        ids: dict[str, set[str]] = {}
-        for method in METHODS:
-            run, _ = bench.run(spark, w, method, paced=speedup,
-                               max_s=len(w.records) / cap + 600)
-            p50, p99, n = steady_latency(run.latencies)
-            ids[method] = run.ids
-            row["by_method"][method] = {
-                "p50_ms": p50, "p99_ms": p99, "latencies": n, "results": len(run.ids),
-                "equals_oracle": run.ids == w.truth, "batches": len(run.busy),
-                "batch_ms_p50": statistics.median(b.ms for b in run.busy) if run.busy else None,
-                "wall_s": run.wall_s, "stopped": run.stopped, "load_avg": list(run.load)}
-            print(f"[bench peer] streaming {w.name} {method} at {cap:.0f} rows/s: p50 {p50} "
-                  f"p99 {p99} ms, load {run.load}", flush=True)
-        row["results_equal"] = ids[HARVEST] == ids[BUILTIN]
-        row["p50_ms"] = row["by_method"][HARVEST]["p50_ms"]
-        row["p99_ms"] = row["by_method"][HARVEST]["p99_ms"]
-        out.append(row)
-    return out
-
-
 def scaling_part(spark: Any, bench: Bench, w: Workload, groups: tuple[int, ...], reps: int,
-                 master: str) -> list[dict[str, Any]]:
+                 master: str, batches: int = 2) -> list[dict[str, Any]]:
     """The backlog of ``w`` drained by harvest over each number of route keys (one
-    shuffle partition each), alternated, best of ``reps``, with the task overlap."""
+    shuffle partition each) in ``batches`` micro-batches, alternated, best of ``reps``,
+    with the task overlap and the keyed stage's longest tasks."""
     runs: dict[int, list[tuple[QueryRun, dict[str, Any]]]] = {g: [] for g in groups}
     warm = head(w, 10)  # a new session: JVM, Python workers, planning caches
     for g in groups:
@@ -227,22 +159,25 @@ def scaling_part(spark: Any, bench: Bench, w: Workload, groups: tuple[int, ...],
         for g in groups if rep % 2 == 0 else groups[::-1]:
             since = time.time() * 1000.0
             run, _ = bench.run(spark, w, HARVEST, groups=g, partitions=g,
-                               max_offsets=len(w.records) // 2)
+                               max_offsets=len(w.records) // batches)
             tasks = overlap(keyed_stage_tasks(spark, since, g))
             runs[g].append((run, tasks))
             print(f"[bench peer] scaling {master} G={g}: {run.input_rows / run.busy_s:.0f} "
                   f"rows/s, overlap {tasks['overlap_share']}, load {run.load}", flush=True)
     out = []
     for g in groups:
-        run, tasks = max(runs[g], key=lambda x: x[0].input_rows / max(x[0].busy_s, 1e-9))
+        run, tasks = max(runs[g], key=lambda x: x[0].steady_rows_per_s
+                         or x[0].input_rows / max(x[0].busy_s, 1e-9))
         out.append({"workload": w.name, "groups": g, "master": master,
                     "busy_s": round(run.busy_s, 2),
                     "rows_per_s": round(run.input_rows / run.busy_s, 1),
+                    "steady_rows_per_s": run.steady_rows_per_s,
                     "replication": replication(w, g), "input_rows": run.input_rows,
                     "results": len(run.ids), "equals_oracle": run.ids == w.truth,
                     "overlap": tasks, "batches": len(run.busy), "load_avg": list(run.load),
                     "runs_rows_per_s": [round(r.input_rows / r.busy_s, 1)
-                                        for r, _ in runs[g]]})
+                                        for r, _ in runs[g]],
+                    "runs_steady_rows_per_s": [r.steady_rows_per_s for r, _ in runs[g]]})
     return out
 
 

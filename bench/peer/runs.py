@@ -34,11 +34,25 @@ log = get_logger(__name__)
 
 HARVEST, BUILTIN = "harvest", "spark-builtin"
 METHODS = (HARVEST, BUILTIN)
+#: the built-in join on RocksDB (what a user with large state would run)
+BUILTIN_ROCKSDB = "spark-builtin-rocksdb"
 STATE_STORE_KEY = "spark.sql.streaming.stateStore.providerClass"
+_STATE = "org.apache.spark.sql.execution.streaming.state."
 #: the built-in join's state store: Spark's default (harvest's job needs RocksDB)
-BUILTIN_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+BUILTIN_STATE_STORE = _STATE + "HDFSBackedStateStoreProvider"
+ROCKSDB_STATE_STORE = _STATE + "RocksDBStateStoreProvider"
 #: the read-and-decode floor (:mod:`pipeline.spark.floor`): no join, no results
 FLOOR = "read-floor"
+#: Spark's Kafka source alone (``length(value)`` to the noop sink): the floor's floor
+RAW = "raw-read"
+#: the queries that write no results
+NO_RESULTS = (FLOOR, RAW)
+#: each method's state store (``state_store`` of a row); None: the method keeps no state
+STATE_STORES: dict[str, str | None] = {
+    HARVEST: "RocksDBStateStoreProvider", BUILTIN: "HDFSBackedStateStoreProvider",
+    BUILTIN_ROCKSDB: "RocksDBStateStoreProvider", FLOOR: None, RAW: None}
+#: micro-batches with input left out at the start of a drain's steady state
+STEADY_SKIP = 2
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,8 @@ class QueryRun:
     ids: set[str] = field(default_factory=set)
     records: int = 0  # result records read back (duplicates included)
     latencies: list[tuple[float, float]] = field(default_factory=list)
+    #: harvest's instances' phase profile (:func:`bench.kit.profile.python_profile`)
+    python_profile: dict[str, Any] | None = None
 
     @property
     def input_rows(self) -> int:
@@ -82,6 +98,23 @@ class QueryRun:
     def busy_s(self) -> float:
         return sum(b.ms for b in self.busy) / 1000.0
 
+    @property
+    def steady(self) -> list[Batch]:
+        """The busy micro-batches after the first :data:`STEADY_SKIP` that read input
+        (the query's start-up: planning caches, the first state store loads)."""
+        fed = [b.batch_id for b in self.busy if b.input_rows > 0]
+        if len(fed) <= STEADY_SKIP:
+            return []
+        first = fed[STEADY_SKIP]
+        return [b for b in self.busy if b.batch_id >= first]
+
+    @property
+    def steady_rows_per_s(self) -> float | None:
+        """Input rows over busy time of :attr:`steady` (None when too few batches)."""
+        steady = self.steady
+        ms = sum(b.ms for b in steady)
+        return round(sum(b.input_rows for b in steady) * 1000.0 / ms, 1) if ms > 0 else None
+
 
 def load_avg() -> float:
     """The 1-minute load average of the machine."""
@@ -92,18 +125,22 @@ def start_query(spark: Any, method: str, cfg: Any, serde: Any, delay_ms: int) ->
     """Start harvest's job or the built-in join on ``cfg``'s topics (Kafka sink; both
     count their result rows per batch in ``observedMetrics['out']``)."""
     from pipeline.spark.builtin_join import start_builtin_join
-    from pipeline.spark.floor import start_read_floor
+    from pipeline.spark.floor import start_raw_read, start_read_floor
     from pipeline.spark.job import start_job
 
     if method == HARVEST:
         return start_job(spark, cfg, serde)
     if method == FLOOR:
         return start_read_floor(spark, cfg, serde)
+    if method == RAW:
+        return start_raw_read(spark, cfg)
     # the built-in join on Spark's default state store (in memory, HDFS-backed), its
-    # strongest here: on RocksDB it drained 6-40% slower (docs/NOTES.md "peer"); the
-    # provider is read when a query starts, so harvest's later queries keep RocksDB
+    # strongest here: on RocksDB it drained 6-40% slower (docs/NOTES.md "peer"), and on
+    # RocksDB as ``spark-builtin-rocksdb``; the provider is read when a query starts, so
+    # harvest's later queries keep RocksDB
     previous = spark.conf.get(STATE_STORE_KEY)
-    spark.conf.set(STATE_STORE_KEY, BUILTIN_STATE_STORE)
+    spark.conf.set(STATE_STORE_KEY, ROCKSDB_STATE_STORE if method == BUILTIN_ROCKSDB
+                   else BUILTIN_STATE_STORE)
     try:
         return start_builtin_join(spark, cfg, serde, delay_ms)
     finally:
@@ -243,8 +280,10 @@ def keyed_stage_tasks(spark: Any, since_ms: float, partitions: int
 def overlap(stages: list[list[tuple[int, float, float]]]) -> dict[str, Any]:
     """How much the tasks of each keyed stage ran at once: ``overlap_s`` (time with two
     or more running), ``span_s`` (first launch to last finish), their ratio
-    ``overlap_share``, and per stage the tasks' offsets from its first launch."""
-    both = span = 0.0
+    ``overlap_share``, ``stage_max_task_s`` (the longest task of each stage, summed: the
+    keyed stage's own time when its tasks run at once), ``task_s`` (all tasks' time) and
+    per stage the tasks' offsets from its first launch."""
+    both = span = longest = total = 0.0
     detail = []
     for tasks in stages:
         if not tasks:
@@ -257,10 +296,13 @@ def overlap(stages: list[list[tuple[int, float, float]]]) -> dict[str, Any]:
             running += d
             prev = t
         first = min(a for _, a, _ in tasks)
+        longest += max(b - a for _, a, b in tasks)
+        total += sum(b - a for _, a, b in tasks)
         both += two
         span += max(b for _, _, b in tasks) - first
         detail.append([[p, round(a - first), round(b - first)] for p, a, b in tasks])
     return {"stages": len(detail), "overlap_s": round(both / 1000.0, 3),
             "span_s": round(span / 1000.0, 3),
             "overlap_share": round(both / span, 3) if span > 0 else None,
+            "stage_max_task_s": round(longest / 1000.0, 3), "task_s": round(total / 1000.0, 3),
             "tasks_ms": detail[-8:]}

@@ -10,10 +10,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from bench.kit.profile import python_profile
 from bench.kit.progress import wait_first_progress
+from bench.kit.readback import read_topic
 from bench.peer.runs import (
-    FLOOR,
     HARVEST,
+    NO_RESULTS,
     QueryRun,
     drive,
     load_avg,
@@ -42,6 +44,8 @@ class Workload:
     rate: float  # tuples/s per stream, stream time
     slack_ms: int
     truth: frozenset[str]
+    #: the topics' name tag (``-scale`` for the long drains), so each backlog has its own
+    topic_tag: str = ""
 
     @property
     def per_stream(self) -> int:
@@ -49,22 +53,51 @@ class Workload:
 
 
 def workloads(quick: bool) -> dict[str, Workload]:
+    """The short drains (``startup`` rows, the streaming and overhead parts)."""
+    equi_s, band_s = (12.0, 60.0) if quick else (60.0, 240.0)
+    return _workloads({"equi": equi_s, "band": band_s}, "")
+
+
+#: the long drains: 3 × 400,000 tuples of each workload (1,000/s for 400 s of equi,
+#: 100/s for 4,000 s of band); ``--quick`` a tenth
+SCALE_SECONDS = {"equi": 400.0, "band": 4_000.0}
+
+
+def scale_workloads(quick: bool) -> dict[str, Workload]:
+    """The long drains of the at-scale rows (≥ 1.2 M input rows each, full size)."""
+    share = 10.0 if quick else 1.0
+    return _workloads({k: v / share for k, v in SCALE_SECONDS.items()}, "-scale")
+
+
+#: stream seconds of the latency sweep's equi input (``--quick``: a quarter)
+LATENCY_SECONDS = 120.0
+
+
+def latency_workload(quick: bool) -> Workload:
+    """The latency sweep's input: the equi workload, 3 × 120,000 tuples."""
+    seconds = LATENCY_SECONDS / (4.0 if quick else 1.0)
+    return _workloads({"equi": seconds}, "-latency")["equi"]
+
+
+def _workloads(seconds_of: dict[str, float], suffix: str) -> dict[str, Workload]:
     from connectors.workloads import WorkloadSpec, generate, parse_model
     from connectors.workloads.params import EquiParams
     from pipeline.quality.oracle import oracle
     from pipeline.spec.model import parse_spec
 
     out = {}
-    equi_s, band_s = (12.0, 60.0) if quick else (60.0, 240.0)
     uniform = EquiParams(domain=10_000, initial_skew=0.0, skew_min=0.0, skew_max=0.0,
                          gap_min_s=1e9, gap_max_s=1e9)
-    for name, source, rate, seconds, join, routing in (
-        ("equi", "equi", 1_000.0, equi_s,
+    for name, source, rate, join, routing in (
+        ("equi", "equi", 1_000.0,
          {"window_ms": 1_000, "predicate": "equi", "attribute": "a1"}, "hash"),
-        ("band", "sensors", 100.0, band_s,
+        ("band", "sensors", 100.0,
          {"window_ms": 10_000, "predicate": "band", "attribute": "value", "epsilon": 0.1},
          "atr"),
     ):
+        if name not in seconds_of:
+            continue
+        seconds = seconds_of[name]
         records = generate(WorkloadSpec(
             source, streams=len(STREAMS), rates=(rate,), duration_s=seconds,  # type: ignore[arg-type]
             disorder=(parse_model(DISORDER),), seed=19,
@@ -73,17 +106,18 @@ def workloads(quick: bool) -> dict[str, Workload]:
         truth = frozenset(r.id for r in oracle(parse_spec({"join": full}).join, records))
         slack = max(int(r["arrival_time"]) - int(r["event_time"]) for r in records)
         out[name] = Workload(name, source, records, full, routing,
-                             int(seconds * 1000) // 4, rate, slack, truth)
+                             int(seconds * 1000) // 4, rate, slack, truth, suffix)
     return out
 
 
 def _spec(w: Workload, prefix: str, out_topic: str, groups: int, max_offsets: int | None,
-          trigger_ms: int) -> Any:
+          trigger_ms: int, profile: bool = False) -> Any:
     from pipeline.spec.model import parse_spec
 
     job: dict[str, Any] = {"workload": w.source, "routing": w.routing, "groups": groups,
                            "segment_ms": w.segment_ms, "trigger_ms": trigger_ms,
-                           "idle_flush_ms": IDLE_FLUSH_MS, "topic_prefix": prefix}
+                           "idle_flush_ms": IDLE_FLUSH_MS, "topic_prefix": prefix,
+                           "profile": profile}
     if max_offsets is not None:
         job["max_offsets_per_trigger"] = max_offsets
     return parse_spec({"join": w.join, "disorder": {"mode": "fixed", "slack_ms": w.slack_ms},
@@ -120,12 +154,13 @@ class Bench:
 
     def input_prefix(self, w: Workload) -> str:
         """The drain topics of ``w``, published once (before any query reads them)."""
-        if w.name not in self.prefixes:
-            prefix = f"bpr{self.tag}{w.name}"
+        key = w.name + w.topic_tag
+        if key not in self.prefixes:
+            prefix = f"bpr{self.tag}{w.name}{w.topic_tag.strip('-')}"
             self._prepare(w, prefix)
             _publish(self.settings, prefix, w, None)
-            self.prefixes[w.name] = prefix
-        return self.prefixes[w.name]
+            self.prefixes[key] = prefix
+        return self.prefixes[key]
 
     def _prepare(self, w: Workload, prefix: str) -> None:
         from connectors.io.admin import ensure_topics
@@ -138,16 +173,19 @@ class Bench:
     def run(self, spark: Any, w: Workload, method: str, *, groups: int = GROUPS,
             partitions: int = GROUPS, max_offsets: int | None = None,
             trigger_ms: int = TRIGGER_MS, paced: float | None = None,
-            max_s: float = 1_800.0) -> tuple[QueryRun, Any]:
+            max_s: float = 1_800.0, profile: bool = False) -> tuple[QueryRun, Any]:
         """One query on ``w``: the drain topics, or (``paced`` = speed-up) fresh topics
-        published in real time after the query started. Returns the run and its config."""
+        published in real time after the query started; with ``profile``, harvest's
+        instances time their phases (``[job] profile``) and the run carries them
+        (:attr:`QueryRun.python_profile`). Returns the run and its config."""
         from connectors.io.serde import AvroSerde
         from pipeline.spark.submit import job_config, prepare_topics
 
         self.runs += 1
         prefix = f"bpr{self.tag}p{self.runs}" if paced is not None else self.input_prefix(w)
         name = f"{method.replace('-', '')}{self.runs}"
-        spec = _spec(w, prefix, f"{prefix}.out.{name}", groups, max_offsets, trigger_ms)
+        spec = _spec(w, prefix, f"{prefix}.out.{name}", groups, max_offsets, trigger_ms,
+                     profile and method == HARVEST)
         settings = self.settings.model_copy(update={"topic_prefix": prefix})
         cfg = job_config(spec, settings, checkpoint=str(self.workdir / f"{self.tag}-{name}"))
         prepare_topics(cfg, settings)
@@ -171,16 +209,19 @@ class Bench:
                 publisher.join(timeout=600)
         run.wall_s = round(time.monotonic() - begin, 1)
         run.load = (load0, load_avg())
-        if method != FLOOR:  # the floor writes nothing
+        if method not in NO_RESULTS:  # the floor and the raw read write nothing
             read_results(run, settings, cfg.output_topics[0],
                          cfg.input_topics if paced is not None else None)
+        if profile and method == HARVEST:
+            metrics = [c.record for c in read_topic(settings, cfg.output_topics[1])]
+            run.python_profile = python_profile(metrics)
         return run, cfg
 
 
 def head(w: Workload, share: int) -> Workload:
     """The first 1/``share`` of ``w`` (a warm-up run; no oracle)."""
     return Workload(f"{w.name}-warmup", w.source, w.records[:len(w.records) // share], w.join,
-                    w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset())
+                    w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset(), w.topic_tag)
 
 
 def replication(w: Workload, groups: int) -> float:

@@ -68,7 +68,7 @@ class RunMeasure:
     #: Spark's ``durationMs`` summed over the batches that read input, and their rows
     jvm_ms: dict[str, float] | None = None
     jvm_rows: int | None = None
-    #: the instances' phase profile (:func:`bench.pipeline.profile.python_profile`)
+    #: the instances' phase profile (:func:`bench.kit.profile.python_profile`)
     python_profile: dict[str, Any] | None = None
     #: input records dropped at the source as stale (``[job] max_staleness_ms``)
     stale: int | None = None

@@ -17,57 +17,10 @@ run's profiled time (Python and JVM), so the shares of a run sum to 1.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-#: the metrics ``extra`` key prefix of a phase's µs per admitted tuple
-PREFIX = "profile_us_"
-#: derived keys of that family that are not phases
-NOT_PHASES = ("unsheddable",)
-#: Spark's durations that are not a part of a batch (the total, the time between batches)
-JVM_SKIPPED = ("triggerExecution",)
-
-
-def python_profile(metrics: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """``{"tuples": n, "seconds": {phase: s}}`` summed over the instances; of each, the
-    metrics record with the most tuples profiled (the profile is cumulative while the
-    instance stays live; a final flush after an idle spell may come from a fresh one
-    with none); None if no record carries a profile."""
-    last: dict[str, Mapping[str, float]] = {}
-    for rec in metrics:
-        extra = rec.get("extra") or {}
-        key = str(rec.get("instance", ""))
-        if "profile_tuples" in extra and float(extra["profile_tuples"]) >= float(
-                last.get(key, {}).get("profile_tuples", -1.0)):
-            last[key] = extra
-    if not last:
-        return None
-    seconds: dict[str, float] = {}
-    tuples = 0
-    for extra in last.values():
-        n = int(extra["profile_tuples"])
-        tuples += n
-        for key, us in extra.items():
-            phase = key[len(PREFIX):]
-            if key.startswith(PREFIX) and phase not in NOT_PHASES:
-                seconds[phase] = seconds.get(phase, 0.0) + float(us) * n / 1e6
-    return {"tuples": tuples, "seconds": seconds}
-
-
-def phase_seconds(python: Mapping[str, Any] | None, jvm_ms: Mapping[str, float]
-                  ) -> dict[str, float]:
-    """Seconds per phase of one run: the Python phases, ``jvm_execution`` = addBatch less
-    the Python total (≥ 0), and the other JVM durations as ``jvm_<name>``."""
-    out: dict[str, float] = dict((python or {}).get("seconds", {}))
-    py_total = sum(out.values())
-    for name, ms in jvm_ms.items():
-        if name in JVM_SKIPPED:
-            continue
-        if name == "addBatch":
-            out["jvm_execution"] = max(0.0, ms / 1000.0 - py_total)
-        else:
-            out[f"jvm_{name}"] = ms / 1000.0
-    return out
+from bench.kit.profile import phase_seconds
 
 
 def profile_rows(row: Mapping[str, Any]) -> list[dict[str, Any]]:

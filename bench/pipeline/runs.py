@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.kit.producer import start_producer
+from bench.kit.profile import python_profile
 from bench.kit.progress import wait_first_progress
 from bench.kit.readback import read_topic
 from bench.pipeline.measure import RunMeasure, cached_truth, measure
-from bench.pipeline.profile import python_profile
 from bench.pipeline.workload import SETTLE_WINDOWS, TAIL, WARMUP, Case
 from pipeline.core.errors import InfraError
 from pipeline.core.logging import get_logger

@@ -1,5 +1,6 @@
 """The read-and-decode floor of `harvest bench peer`: a query that does only the work every
-join over harvest's topics shares, then discards the rows.
+join over harvest's topics shares, then discards the rows; and beneath it the raw read,
+Spark's Kafka source alone.
 
 It reads the job's input topics from the earliest offset (one Kafka source over all of
 them, as harvest's job does), decodes and validates each record exactly like the job and
@@ -8,6 +9,10 @@ writes them to Spark's ``noop`` sink, which runs the whole plan and drops its ou
 drain throughput bounds what any join that reads through Spark's Kafka source can reach:
 a join can only add work to it. ``observedMetrics['out']['results']`` is 0 on every
 batch, so the benchmarks' progress reader treats it like the two joins.
+
+The raw read (:func:`start_raw_read`) reads the same topics through the same source
+options and writes ``length(value)`` to the ``noop`` sink: what Spark's Kafka source
+costs per record before any decoding, the floor under the floor.
 """
 
 from __future__ import annotations
@@ -35,6 +40,25 @@ def start_read_floor(spark: SparkSession, cfg: JobConfig, serde: AvroSerde) -> S
     return (
         rows.writeStream.format("noop")
         .queryName(f"read-floor-{Path(cfg.checkpoint).name}")
+        .option("checkpointLocation", cfg.checkpoint)
+        .outputMode("append")
+        .trigger(processingTime=f"{cfg.spec.job.trigger_ms} milliseconds")
+        .start()
+    )
+
+
+def start_raw_read(spark: SparkSession, cfg: JobConfig) -> StreamingQuery:
+    """Start the raw read on ``cfg``'s input topics: Spark's Kafka source with the job's
+    options, each record's ``length(value)`` to the ``noop`` sink (nothing decoded)."""
+    raw = kafka_source(spark, cfg.bootstrap, cfg.input_topics,
+                       cfg.spec.job.max_offsets_per_trigger, cfg.client_options,
+                       cfg.spec.job.fetch_max_wait_ms)
+    rows = raw.select(sf.length("value").alias("bytes")).observe(
+        "out", (sf.count(sf.lit(1)) * sf.lit(0)).alias("results"),
+        sf.count(sf.lit(1)).alias("valid"))
+    return (
+        rows.writeStream.format("noop")
+        .queryName(f"raw-read-{Path(cfg.checkpoint).name}")
         .option("checkpointLocation", cfg.checkpoint)
         .outputMode("append")
         .trigger(processingTime=f"{cfg.spec.job.trigger_ms} milliseconds")

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from bench.kit.profile import phase_seconds, python_profile
 from bench.pipeline.main import plan
 from bench.pipeline.measure import timeline
-from bench.pipeline.profile import phase_seconds, profile_rows, python_profile
+from bench.pipeline.profile import profile_rows
 from bench.pipeline.report import (
     compare_rows,
     judge_targets,
