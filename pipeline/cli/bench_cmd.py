@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
              "(grubjoin: optimality,config_time,sweeps,index_effect; disorder: methods,"
              "paper_strength; pipeline: remeasure, "
              "or points workload[:load[:method]], e.g. news-cosine:2; "
-             "peer: drain,floor,overhead,streaming,scaling,cluster; chaos: faults,at_capacity; "
+             "peer: drain,startup,overhead,latency,scaling,cluster; chaos: faults,at_capacity; "
              "default: all)",
     )
     p.add_argument(
