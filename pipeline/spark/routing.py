@@ -18,10 +18,11 @@ Spark round trip of the input:
   (:mod:`pipeline.spark.route_log`), and records what it saw for the next batch's;
 * rejected rows (``dl_value`` set): one copy to :data:`DEADLETTER_KEY`;
 * liveness **ticks**: each routing task that had input sends every instance one row
-  with ``stream_idx`` = :data:`TICK_STREAM` and the median arrival time of the task's
-  valid rows (0 if it had none). An iterator pandas UDF reads the task's
-  ``arrival_time`` and validity columns only, and marks the task's last row with that
-  median; the marked row carries the ticks in its exploded array.
+  with ``stream_idx`` = :data:`TICK_STREAM` and the stream time the task's valid rows
+  vouch for (:func:`~pipeline.operators.validation.batch_reference`, the upper edge of
+  their bulk; 0 if it had none). An iterator pandas UDF reads the task's
+  ``arrival_time`` and validity columns only, and marks the task's last row with it;
+  the marked row carries the ticks in its exploded array.
 
 Instance ``i`` is sent as physical route key ``keys[i]``
 (:mod:`pipeline.spark.placement`).
@@ -48,6 +49,7 @@ from pyspark.sql.types import (
 from pipeline.core.errors import ConfigError
 from pipeline.diffusion.batches import observe_task
 from pipeline.diffusion.routing import RouterConfig, stable_hash_array
+from pipeline.operators.validation import batch_reference
 from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
 from pipeline.spark.route_log import RouteStore, running_batch
 
@@ -198,7 +200,8 @@ def hash_indices(df: DataFrame, key_attribute: str, groups: int) -> DataFrame:
 # ---------------------------------------------------------------- liveness ticks
 def tick_marks(batches: Iterator[tuple[pd.Series, pd.Series]]) -> Iterator[pd.Series]:
     """One routing task's ``(arrival_time, valid)`` batches → null for every row but the
-    task's last, which gets the median arrival of the valid rows (0 if none). Each
+    task's last, which gets the valid rows' reference arrival
+    (:func:`~pipeline.operators.validation.batch_reference`; 0 if none). Each
     batch's output is held back only until the next non-empty batch arrives, so the JVM
     buffers at most two Arrow batches of the task's rows, not all of them."""
     arrivals: list[np.ndarray] = []
@@ -215,7 +218,7 @@ def tick_marks(batches: Iterator[tuple[pd.Series, pd.Series]]) -> Iterator[pd.Se
         held = n
     if held is not None:
         out = _nulls(held)
-        out.iloc[held - 1] = int(np.median(np.concatenate(arrivals))) if arrivals else 0
+        out.iloc[held - 1] = batch_reference(np.concatenate(arrivals)) if arrivals else 0
         yield out
 
 

@@ -5,7 +5,8 @@ settings and verdict types, ``clock`` the per-stream median clocks both paths sh
 batch with array operations, ``holds`` what the engine already holds (duplicates).
 """
 
+from pipeline.operators.validation.clock import batch_reference
 from pipeline.operators.validation.config import Admission, Rejected, ValidatorConfig
 from pipeline.operators.validation.validator import InputValidator
 
-__all__ = ["Admission", "InputValidator", "Rejected", "ValidatorConfig"]
+__all__ = ["Admission", "InputValidator", "Rejected", "ValidatorConfig", "batch_reference"]

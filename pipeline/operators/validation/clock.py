@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-__all__ = ["REFRESH", "MedianClock", "StreamTime", "lower_median"]
+import numpy as np
+
+__all__ = ["REFRESH", "MedianClock", "StreamTime", "batch_reference", "lower_median"]
 
 #: a clock's median is recomputed after this many new arrivals
 REFRESH = 4
@@ -25,6 +27,24 @@ def lower_median(values: Iterable[int]) -> int:
     """The lower median: an actual arrival time, never an average of two."""
     ordered = sorted(values)
     return int(ordered[(len(ordered) - 1) // 2])
+
+
+def batch_reference(arrivals: np.ndarray) -> int:
+    """The stream time one routing task's batch vouches for: the upper edge of its bulk,
+    ``q50 + 2·(q50 − q25)`` of the valid rows' arrivals, capped at their largest (ours).
+
+    For a batch whose arrivals spread evenly over a span ``[a, b]`` this is ``b``: a
+    backlog drained in micro-batches of minutes of stream time vouches for its newest
+    tuples, not for its middle (with the median alone, an instance that takes over an
+    ATR segment mid-batch rejected its first tuples as ``future`` once the batch spanned
+    more than ``2 × max_future_ms``). A hostile share ``h`` of far-future rows moves it
+    only within the batch's own span while ``h < 1/2``: the median and the lower quartile
+    stay on valid rows, so it is at most ``b + 2·span`` (``b + span·h/(1 − h)`` for
+    evenly spread arrivals), as the median alone could not be moved. Empty: 0."""
+    if len(arrivals) == 0:
+        return 0
+    q25, q50 = np.quantile(arrivals, [0.25, 0.5], method="lower")
+    return int(min(int(arrivals.max()), int(q50) + 2 * (int(q50) - int(q25))))
 
 
 class MedianClock:
@@ -70,7 +90,7 @@ class StreamTime:
 
     ``quorum``: arrivals a clock needs before it reads (the end-of-input flush lowers it
     to 1); ``reference``: stream time as the runtime sees it beyond this instance's own
-    tuples (Spark: the routing tasks' median arrival), None = unknown.
+    tuples (Spark: the routing tasks' :func:`batch_reference`), None = unknown.
     """
 
     def __init__(self, streams: int, size: int, quorum: int) -> None:

@@ -25,7 +25,8 @@ after it was written):
   follows a real jump of the input's time by itself. Until a stream
   has ``quorum`` tuples it borrows the clock of all streams together (the median of the
   last ``clock_size`` accepted arrivals of any stream). With aligned tuple routing the
-  runtime also passes the routing tasks' median arrival (:meth:`observe_reference`).
+  runtime also passes the stream time the routing tasks' batches vouch for
+  (:meth:`observe_reference`).
 * **bootstrap**: the first tuples of an instance are *held* until ``quorum`` of them
   have arrived; then the clock is their median and each held tuple is judged against
   it, in arrival order. So a far-future tuple cannot be the one that defines time, even
@@ -335,8 +336,9 @@ class InputValidator:
     def observe_reference(self, arrival_ms: int) -> None:
         """Stream time seen elsewhere: with aligned tuple routing an instance gets the
         tuples of its own segments only (G − 1 segments' worth of gap between them), so
-        the median arrival of a routing task's whole batch keeps its future bound current.
-        A median of a batch: no single tuple moves it."""
+        the reference of a routing task's whole batch (:func:`~pipeline.operators.
+        validation.clock.batch_reference`, the upper edge of its bulk) keeps its future
+        bound current. Quantiles of a batch: no single tuple moves it."""
         self.time.reference = int(arrival_ms)
 
     def metrics(self) -> dict[str, float]:

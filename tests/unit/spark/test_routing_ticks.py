@@ -20,7 +20,7 @@ def _batches(sizes: list[int], seed: int) -> list[tuple[pd.Series, pd.Series]]:
 
 @settings(max_examples=50, deadline=None)
 @given(sizes=st.lists(st.integers(0, 5), max_size=6), seed=st.integers(0, 1000))
-def test_only_the_last_row_carries_the_median_of_the_valid_rows(sizes: list[int],
+def test_only_the_last_row_carries_the_reference_of_the_valid_rows(sizes: list[int],
                                                                seed: int) -> None:
     batches = _batches(sizes, seed)
     out = pd.concat([pd.Series([], dtype="Int64"), *tick_marks(iter(batches))],
@@ -30,7 +30,12 @@ def test_only_the_last_row_carries_the_median_of_the_valid_rows(sizes: list[int]
         return
     arrivals = pd.concat([a for a, _ in batches], ignore_index=True)
     valid = pd.concat([ok for _, ok in batches], ignore_index=True).to_numpy(bool)
-    want = int(np.median(arrivals.to_numpy()[valid])) if valid.any() else 0
+    want = 0
+    if valid.any():  # the upper edge of the bulk, from the sorted arrivals by hand
+        ordered = sorted(int(a) for a in arrivals.to_numpy()[valid])
+        n = len(ordered)
+        q25, q50 = ordered[(n - 1) // 4], ordered[(n - 1) // 2]
+        want = min(ordered[-1], q50 + 2 * (q50 - q25))
     assert out.iloc[:-1].isna().all()
     assert int(out.iloc[-1]) == want
 
