@@ -220,7 +220,7 @@ class Bench:
 
 def head(w: Workload, share: int) -> Workload:
     """The first 1/``share`` of ``w`` (a warm-up run; no oracle)."""
-    return Workload(f"{w.name}-warmup", w.source, w.records[:len(w.records) // share], w.join,
+    return Workload(f"{w.name}-warmup{share}", w.source, w.records[:len(w.records) // share], w.join,
                     w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset(), w.topic_tag)
 
 

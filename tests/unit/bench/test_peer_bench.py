@@ -169,3 +169,13 @@ def test_targets_and_summary_of_a_payload(tmp_path: Path) -> None:
     payload["rows"][0]["duplicates"] = 2
     assert targets(payload)["results_equal_oracle"] is False
     assert plot(payload, tmp_path).exists()
+
+
+def test_warm_ups_of_different_sizes_read_their_own_topics() -> None:
+    """A warm-up is published under its name: the scaling part's tenth must not reuse
+    the drain part's twentieth (its query then waited for rows that never came)."""
+    from bench.peer.setup import head
+
+    w = _band(1_000)
+    assert head(w, 10).name != head(w, 20).name
+    assert len(head(w, 10).records) == 2 * len(head(w, 20).records)
