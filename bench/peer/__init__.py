@@ -14,32 +14,31 @@ methods must give the exact answer):
 
 Parts (``--only`` runs some of them and merges them into the existing ``peer.json``):
 
-* ``drain`` — the input is published before the query starts; the query drains it from
-  the earliest offsets in micro-batches of a quarter of the backlog. Throughput = input
-  records (each counted once) / busy time (the micro-batches that read input or wrote
-  results: :mod:`bench.peer.runs`). The methods alternate (A B, then B A), after a
-  warm-up run of each (the first query of a Spark session pays the JVM's warm-up); the
-  best run of each is kept. Each row says whether its de-duplicated result set equals
-  the other method's (``results_equal``) and the oracle's.
-* ``floor`` — the read-and-decode floor (:mod:`pipeline.spark.floor`): the same backlog
-  read through Spark's Kafka source, decoded and validated as both joins do, the rows
-  discarded; ``floor.max_ratio`` = its rows/s over the built-in join's (from ``drain``),
-  the most any join that reads this way can reach against the built-in one.
+* ``drain`` — the long drains (:mod:`bench.peer.scale`): ≥ 1.2 M input rows of each
+  workload published before the query starts, drained in 24 micro-batches by harvest,
+  the built-in join on its in-memory store and (equi) on RocksDB, the read-and-decode
+  floor (:mod:`pipeline.spark.floor`: read, decode, validate, rows discarded) and
+  ``raw-read`` (Spark's Kafka source alone); each twice in rotating order. Rows carry
+  ``steady_rows_per_s`` (input rows over busy time, the first two batches left out),
+  ``batches`` and ``state_store``; ``profile`` splits a row's time by differences
+  between the methods and harvest's own phase timers; ``fixed_ms`` the per-batch costs.
+* ``startup`` — the short drains (four micro-batches, start-up included): both joins,
+  alternated, best of two (``startup``).
 * ``overhead`` — near-empty micro-batches: 2 tuples/s per stream of the equi workload,
   published in real time with a 1 s trigger; ``batch_overhead_ms`` is the median
   duration of the batches with input (the first three left out), with Spark's
   ``durationMs`` breakdown, the state operators' commit / update / removal time
   (``state_ms_p50``) and the median of the no-data batches that ran meanwhile
   (``empty_batch_ms_p50``); alternated, best of the repeats.
-* ``streaming`` — per workload, the drain input replayed in real time at the built-in
-  join's measured capacity (1×): p50/p99 result latency of both methods over the steady
-  span (20–90 % of the completions).
-* ``scaling`` — the band backlog drained by harvest with 1 and 2 route keys on
-  ``local[2]`` (one shuffle partition per route key), alternated, best of the repeats;
+* ``latency`` — after ``drain`` (:mod:`bench.peer.latency`): the equi input replayed in
+  real time at 0.5×, 0.8× and 1.0× of each join's steady capacity, and harvest at 0.8×
+  the built-in's: p50/p99 result latency over the steady span.
+* ``scaling`` — the long equi drain by harvest with 1 and 2 route keys on ``local[2]``
+  (one shuffle partition per route key), alternated, best of the repeats;
   ``replication`` = routed rows / input rows (ATR copies); the UI's REST API gives the
-  keyed stage's task times, and ``overlap`` how long both instances ran at once.
-* ``cluster`` — the same with 2 and 4 route keys on a standalone cluster of two workers
-  with one core each (started and stopped by the bench; not in ``--quick``).
+  keyed stage's task times (``stage_max_task_s``: its own speed-up) and ``overlap``.
+* ``cluster`` — the band short drain with 2 and 4 route keys on a standalone cluster of
+  two workers with one core each (started and stopped by the bench; not in ``--quick``).
 
 Writes ``bench/results/peer.json`` and ``peer.png``. ``parts`` says when each part last
 ran and whether at the ``--quick`` sizes (``workloads`` holds both sizes' setups;
@@ -48,9 +47,10 @@ cluster rows, if there are none.
 
 Not a paper's figure: a peer comparison with Spark's own stream-stream join on the exact
 (unshed) m-way window join. Modules: :mod:`~bench.peer.setup` (workloads, specs, one
-query), :mod:`~bench.peer.runs` (driving and measuring a query), :mod:`~bench.peer.parts`
-(the parts above), :mod:`~bench.peer.report` (targets, summary), :mod:`~bench.peer.plot`,
-:mod:`~bench.peer.main` (the run).
+query), :mod:`~bench.peer.runs` (driving and measuring a query), :mod:`~bench.peer.scale`
+(the long drains and their profile), :mod:`~bench.peer.latency` (the sweep),
+:mod:`~bench.peer.parts` (the other parts), :mod:`~bench.peer.report` (targets,
+``targets_missed_why``, summary), :mod:`~bench.peer.plot`, :mod:`~bench.peer.main`.
 """
 
 from bench.peer.main import PARTS, run

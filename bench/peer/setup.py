@@ -53,7 +53,7 @@ class Workload:
 
 
 def workloads(quick: bool) -> dict[str, Workload]:
-    """The short drains (``startup`` rows, the streaming and overhead parts)."""
+    """The short drains (``startup`` rows, the overhead part, the cluster part)."""
     equi_s, band_s = (12.0, 60.0) if quick else (60.0, 240.0)
     return _workloads({"equi": equi_s, "band": band_s}, "")
 
@@ -220,8 +220,9 @@ class Bench:
 
 def head(w: Workload, share: int) -> Workload:
     """The first 1/``share`` of ``w`` (a warm-up run; no oracle)."""
-    return Workload(f"{w.name}-warmup{share}", w.source, w.records[:len(w.records) // share], w.join,
-                    w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset(), w.topic_tag)
+    return Workload(f"{w.name}-warmup{share}", w.source, w.records[:len(w.records) // share],
+                    w.join, w.routing, w.segment_ms, w.rate, w.slack_ms, frozenset(),
+                    w.topic_tag)
 
 
 def replication(w: Workload, groups: int) -> float:
