@@ -3,13 +3,12 @@ the parts asked for, merged into the existing ``peer.json``, then targets, summa
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.kit.broker import kafka_up
-from bench.kit.output import write_json
+from bench.kit.output import read_payload, write_json
 from bench.kit.spark import spark_session
 from bench.peer.latency import latency_part
 from bench.peer.parts import (
@@ -67,7 +66,7 @@ def _start_payload(old: dict[str, Any], quick: bool, ws: dict[str, dict[str, Wor
                    ) -> dict[str, Any]:
     """The existing JSON's keys, with this run's setup: the sizes each part ran at (the
     quick and the full workloads of each kind), the state stores, the load."""
-    payload: dict[str, Any] = {k: v for k, v in old.items() if k not in ("benchmark", "machine")}
+    payload: dict[str, Any] = dict(old)
     size = "quick" if quick else "full"
     sizes = dict(payload.get("workloads", {}))
     for kind, wl in ws.items():
@@ -137,8 +136,7 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     """Benchmark entry point (see the package docstring)."""
     parts = _parts(only, quick)
     settings = kafka_up(settings)
-    path = results_dir / "peer.json"
-    old = json.loads(path.read_text()) if only is not None and path.exists() else {}
+    old = read_payload("peer", results_dir) if only is not None else {}
     reps = 1 if quick else 2
     ws = {"startup": workloads(quick)}
     if set(SCALE_PARTS) & set(parts):
