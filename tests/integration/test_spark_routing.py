@@ -2,7 +2,7 @@
 
 Every (row, instance) copy must be the one :meth:`Router.route_batch` makes, rejected
 rows go once to the dead-letter key, and every task with input sends each instance one
-tick carrying the median arrival of its valid rows.
+tick carrying the upper edge of its valid rows' arrivals (``batch_reference``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from pipeline.diffusion.placement import spread_keys
+from pipeline.operators.validation import batch_reference
 from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
 from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
 from pipeline.runtime.instance import InstanceConfig
@@ -86,7 +87,7 @@ def test_sql_routing_equals_the_router(spark: SparkSession, mode: str, groups: i
     for _, seqs in parts.groupby("pid")["seq"]:
         task = pdf[pdf["seq"].isin(seqs)]
         valid = task[task["dl_value"].isna()]["arrival_time"].to_numpy(np.int64)
-        arrival = int(np.median(valid)) if len(valid) else 0
+        arrival = batch_reference(valid)
         want_ticks.update((k, arrival) for k in keys)
     assert Counter(zip(ticks["route_key"].astype(int), ticks["arrival_time"].astype(int),
                        strict=True)) == want_ticks

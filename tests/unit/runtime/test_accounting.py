@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from pipeline.diffusion.routing import Router
+from pipeline.operators.validation import batch_reference
 from pipeline.operators.validation.config import QUORUM
 from pipeline.runtime.accounting import audit, open_ledger, tally
 from pipeline.runtime.frames import TICK_STREAM
@@ -133,7 +134,8 @@ def _simulate(rows: list[dict[str, Any]], groups: int, cuts: list[int]
         f = batch_frame(batch)
         idx, route = router.route_batch(f["stream_idx"].to_numpy(),
                                         f["event_time"].to_numpy(), None)
-        tick = int(np.median([r["arrival_time"] for r in batch])) if groups > 1 else None
+        tick = (batch_reference(np.array([r["arrival_time"] for r in batch], np.int64))
+                if groups > 1 else None)
         for g in range(groups):
             mine = [batch[i] for i in idx[route == g].tolist()]
             given_rows[g] += len(mine)
