@@ -113,7 +113,7 @@ def test_far_future_tuples_at_the_end_of_one_batch_are_no_jump() -> None:
 
 
 def test_a_jump_the_reference_contradicts_is_not_taken() -> None:
-    """With the routing tasks' median arrival as the reference (Spark, G > 1), a run far
+    """With the routing tasks' batch reference as the clock (Spark, G > 1), a run far
     ahead of it stays hostile even over several batches."""
     v = InputValidator(_cfg())
     events = _valid(100)

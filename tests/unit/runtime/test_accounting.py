@@ -76,8 +76,8 @@ def _stream(valid: list[dict[str, Any]], placed: list[tuple[str, int, int]]
 
 
 def _frame(rows: list[dict[str, Any]], tick: int | None) -> pd.DataFrame:
-    """A micro-batch as the processor gets it; ``tick``: the routing tasks' median
-    arrival, sent to every instance when the job has several (a tick row)."""
+    """A micro-batch as the processor gets it; ``tick``: the routing tasks' batch
+    reference (``batch_reference`` of its arrivals), sent to every instance when the job has several (a tick row)."""
     f = batch_frame(rows)
     f["partition"] = [r["partition"] for r in rows]
     f["offset"] = [r["offset"] for r in rows]
@@ -109,7 +109,7 @@ def _micro_batches(rows: list[dict[str, Any]], cuts: list[int]) -> list[list[dic
 
 def _hostile_tick(rows: list[dict[str, Any]], groups: int, cuts: list[int],
                   bad: set[tuple[str, int]]) -> bool:
-    """Whether some micro-batch's tick (the median arrival of its rows, sent to every
+    """Whether some micro-batch's tick (``batch_reference`` of its rows' arrivals, sent to every
     instance when G > 1) is a bad tuple's: half or more of that batch is hostile. The
     tick is then a far-future clock reference — the same limit as a hostile majority
     among an instance's first tuples, one level up (docs/NOTES.md)."""
