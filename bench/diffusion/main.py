@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ from bench.diffusion.parts import Runner, sizes
 from bench.diffusion.plot import figures
 from bench.diffusion.spark_e2e import spark_e2e
 from bench.diffusion.targets import adaptive_vs_static, targets
-from bench.kit.output import write_json
+from bench.kit.output import read_payload, write_json
 from bench.kit.parts import only_parts
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
@@ -53,11 +52,8 @@ def _parts(only: str | None, quick: bool = False) -> list[str]:
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
     if set(PARTS) <= set(parts) or not path.exists():
         return {}
-    payload: dict[str, Any] = json.loads(path.read_text())
-    payload.pop("benchmark", None)
-    if parts != [DERIVE]:  # derived again only: the machine and time of the measurement
-        payload.pop("machine", None)
-    return payload
+    return read_payload(path.stem, path.parent,
+                        ("benchmark",) if parts == [DERIVE] else ("benchmark", "machine"))
 
 
 def _pair(rows: list[dict[str, Any]], part: str, key: str | None, value: Any, a: str, b: str,

@@ -3,7 +3,6 @@ method on every workload, the targets, ``disorder.json``, the PNG and the table.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from bench.disorder.workload import (
     RECALLS,
     workloads,
 )
-from bench.kit.output import write_json
+from bench.kit.output import read_payload, write_json
 from bench.kit.parts import only_parts
 from pipeline.core.settings import Settings
 from pipeline.operators.disorder.quality.policy import (
@@ -99,12 +98,9 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
     keys of the existing JSON."""
     console = Console()
     parts = _parts(only)
-    path = results_dir / "disorder.json"
     payload: dict[str, Any] = {}
-    if set(parts) != set(PARTS) and path.exists():
-        payload = json.loads(path.read_text())
-        payload.pop("benchmark", None)
-        payload.pop("machine", None)
+    if set(parts) != set(PARTS):
+        payload = read_payload("disorder", results_dir)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from bench.grubjoin.solvers import config_time, optimality
 from bench.grubjoin.sweeps import SWEEPS, sweeps
 from bench.grubjoin.targets import figures as paper_figures
 from bench.grubjoin.targets import missed_why, ratios_targets
-from bench.kit.output import write_json
+from bench.kit.output import read_payload, write_json
 from bench.kit.parts import only_parts
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
@@ -36,11 +35,8 @@ def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
     """The existing JSON a partial run merges into (without its run metadata)."""
     if set(PARTS) <= set(parts) or not path.exists():
         return {}
-    payload: dict[str, Any] = json.loads(path.read_text())
-    payload.pop("benchmark", None)
-    if parts != [DERIVE]:  # derived again only: the machine and time of the measurement
-        payload.pop("machine", None)
-    return payload
+    return read_payload(path.stem, path.parent,
+                        ("benchmark",) if parts == [DERIVE] else ("benchmark", "machine"))
 
 
 def _run_part(part: str, quick: bool) -> dict[str, Any]:

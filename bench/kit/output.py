@@ -34,9 +34,11 @@ def write_json(name: str, payload: dict[str, Any], results_dir: Path) -> Path:
     return path
 
 
-def read_payload(name: str, results_dir: Path) -> dict[str, Any]:
-    """What :func:`write_json` wrote to ``<results_dir>/<name>.json``, without its
-    ``benchmark`` and ``machine`` header; {} when there is none or it is not a JSON
+def read_payload(name: str, results_dir: Path,
+                 header: tuple[str, ...] = ("benchmark", "machine")) -> dict[str, Any]:
+    """What :func:`write_json` wrote to ``<results_dir>/<name>.json``, without the
+    ``header`` keys it added (a run that only derives again keeps ``machine``: the
+    machine and time of the measurement); {} when there is none or it is not a JSON
     object."""
     try:
         data = json.loads((results_dir / f"{name}.json").read_text())
@@ -44,7 +46,7 @@ def read_payload(name: str, results_dir: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in data.items() if k not in ("benchmark", "machine")}
+    return {k: v for k, v in data.items() if k not in header}
 
 
 def save_figure(fig: Any, name: str, results_dir: Path) -> Path:

@@ -3,14 +3,13 @@ asked for, merged into the existing ``state.json``, the table and the PNG."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench.kit.output import write_json
+from bench.kit.output import read_payload, write_json
 from bench.kit.parts import only_parts
 from bench.state.processor import run_processor
 from bench.state.report import plot, print_table
@@ -29,10 +28,7 @@ def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
     """The existing JSON a partial run merges into (without its run metadata)."""
     if set(parts) == set(PARTS) or not path.exists():
         return {}
-    payload: dict[str, Any] = json.loads(path.read_text())
-    payload.pop("benchmark", None)
-    payload.pop("machine", None)
-    return payload
+    return read_payload(path.stem, path.parent)
 
 
 def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = None) -> int:
