@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from pipeline.diffusion.placement import spread_keys
-from pipeline.operators.validation import batch_reference
 from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
+from pipeline.operators.validation import batch_reference
 from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
 from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.job import _kept_attributes
