@@ -77,7 +77,8 @@ def _stream(valid: list[dict[str, Any]], placed: list[tuple[str, int, int]]
 
 def _frame(rows: list[dict[str, Any]], tick: int | None) -> pd.DataFrame:
     """A micro-batch as the processor gets it; ``tick``: the routing tasks' batch
-    reference (``batch_reference`` of its arrivals), sent to every instance when the job has several (a tick row)."""
+    reference (``batch_reference`` of its arrivals), sent to every instance when the
+    job has several (a tick row)."""
     f = batch_frame(rows)
     f["partition"] = [r["partition"] for r in rows]
     f["offset"] = [r["offset"] for r in rows]
