@@ -50,7 +50,7 @@ def _parts(only: str | None, quick: bool = False) -> list[str]:
 
 
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
-    if set(PARTS) <= set(parts) or not path.exists():
+    if set(PARTS) <= set(parts):
         return {}
     return read_payload(path.stem, path.parent,
                         ("benchmark",) if parts == [DERIVE] else ("benchmark", "machine"))

@@ -33,7 +33,7 @@ def _parts(only: str | None) -> list[str]:
 
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
     """The existing JSON a partial run merges into (without its run metadata)."""
-    if set(PARTS) <= set(parts) or not path.exists():
+    if set(PARTS) <= set(parts):
         return {}
     return read_payload(path.stem, path.parent,
                         ("benchmark",) if parts == [DERIVE] else ("benchmark", "machine"))

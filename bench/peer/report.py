@@ -46,14 +46,16 @@ def keyed_speedup(payload: dict[str, Any]) -> float | None:
     return None
 
 
+def _at_builtin(payload: dict[str, Any], method: str) -> dict[str, Any]:
+    """``method``'s latency row at 0.8× the built-in's capacity ({} if not measured)."""
+    return next((r for r in payload.get("latency", []) if r["method"] == method
+                 and r["load"] == AT_BUILTIN and r["capacity_of"] == BUILTIN), {})
+
+
 def _latency(payload: dict[str, Any]) -> tuple[float | None, float | None]:
     """p99 of the built-in at 0.8× its capacity and of harvest at the same rate."""
-    rows = payload.get("latency", [])
-    b = next((r["p99_ms"] for r in rows if r["method"] == BUILTIN
-              and r["load"] == AT_BUILTIN and r["capacity_of"] == BUILTIN), None)
-    h = next((r["p99_ms"] for r in rows if r["method"] == HARVEST
-              and r["load"] == AT_BUILTIN and r["capacity_of"] == BUILTIN), None)
-    return h, b
+    return (_at_builtin(payload, HARVEST).get("p99_ms"),
+            _at_builtin(payload, BUILTIN).get("p99_ms"))
 
 
 def _kept_up(payload: dict[str, Any]) -> dict[str, bool | None]:
@@ -62,9 +64,7 @@ def _kept_up(payload: dict[str, Any]) -> dict[str, bool | None]:
     bound = KEPT_UP_TRIGGERS * float(payload.get("trigger_ms") or 0)
     out: dict[str, bool | None] = {}
     for method in (HARVEST, BUILTIN):
-        row = next((r for r in payload.get("latency", []) if r["method"] == method
-                    and r["load"] == AT_BUILTIN and r["capacity_of"] == BUILTIN), None)
-        p50 = row.get("batch_ms_p50") if row else None
+        p50 = _at_builtin(payload, method).get("batch_ms_p50")
         out[method] = None if p50 is None or not bound else p50 <= bound
     return out
 

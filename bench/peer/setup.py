@@ -70,7 +70,7 @@ def scale_workloads(quick: bool) -> dict[str, Workload]:
 
 
 #: stream seconds of the latency sweep's equi input (``--quick``: a quarter): at 0.8× of
-#: a capacity near 35,000 rows/s it lasts about 30 s, ~17 micro-batches of ~1.7 s
+#: a drain capacity near 35,000 rows/s, ~32 s of input
 LATENCY_SECONDS = 300.0
 
 

@@ -26,7 +26,7 @@ def _parts(only: str | None) -> list[str]:
 
 def _previous(path: Path, parts: list[str]) -> dict[str, Any]:
     """The existing JSON a partial run merges into (without its run metadata)."""
-    if set(parts) == set(PARTS) or not path.exists():
+    if set(parts) == set(PARTS):
         return {}
     return read_payload(path.stem, path.parent)
 
