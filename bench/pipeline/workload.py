@@ -120,6 +120,11 @@ class SweepWorkload:
 
     def produce_args(self, duration_s: float) -> tuple[str, ...]:
         """`harvest produce` arguments but the rate (and the run's prefix and dump)."""
+        return (*self.generator_args(), "--duration", f"{duration_s:g}")
+
+    def generator_args(self) -> tuple[str, ...]:
+        """What defines the generated tuples (`harvest produce` arguments but the rate and
+        the duration): a capacity measured under other arguments is not this workload's."""
         args = [self.generator, "--streams", str(self.streams)]
         if self.lags_s:
             args += ["--lags", ",".join(f"{v:g}" for v in self.lags_s)]
@@ -129,7 +134,7 @@ class SweepWorkload:
             args += ["--disorder", self.disorder]
         for key, value in self.params:
             args += ["--param", f"{key}={value}"]
-        return (*args, "--duration", f"{duration_s:g}", "--seed", str(SEED))
+        return (*args, "--seed", str(SEED))
 
     def generated(self, rate: float, duration_s: float) -> WorkloadSpec:
         """The generator's spec for ``rate`` tuples/s per stream (the capacity samples)."""
@@ -161,7 +166,10 @@ class SweepWorkload:
 #: windows (the example's 2 s windows and 3 m left the probe cheap and the results many),
 #: 150 s of input per run: at 70 s the steady span was three micro-batches, and three
 #: runs of one method at 2× spread over 2–3× (tail drop 5,033–15,170 results/s,
-#: docs/NOTES.md)
+#: docs/NOTES.md). Two of team 2's players mark team 1's (lags 0.5–3 s, a gap swinging
+#: between 0 and 24 m): half the pairs then sit on two lag-seconds in every 30 s of the
+#: run, as duels do in match data, where the players moving on their own put their
+#: crossings at a new lag every 30 s (session 20: nothing for harvesting to learn)
 WORKLOADS: tuple[SweepWorkload, ...] = (
     SweepWorkload("sensors-nonaligned", "sensors", "demo.toml", WINDOW_MS, EPSILON, 3,
                   lags_s=(0.0, 5.0, 15.0), kappas=(2.0, 2.0, 50.0),
@@ -175,6 +183,7 @@ WORKLOADS: tuple[SweepWorkload, ...] = (
                              "shedding": {"basic_window_ms": 2000}}),
     SweepWorkload("positions-distance", "positions", "positions.toml", 10_000, 0.3, 2,
                   disorder="exp:mean=200", sample_rate=150.0,
+                  params=(("markers", "2"), ("mark_gap", "24")),
                   overrides={"shedding": {"basic_window_ms": 1000}}, duration_s=150.0),
 )
 

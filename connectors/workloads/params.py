@@ -120,6 +120,13 @@ class PositionParams:
     readings round-robin over the team's players. A player's path is a smooth sum of
     three sinusoids per axis around a home position (angular speeds in
     [``omega_min``, ``omega_max``] rad/s, total amplitude ``roam`` m), clipped to the field.
+
+    Marking (ours): in every team but the first, players 1..``markers`` each mark the
+    first team's player of the same number: the marker runs the path its man ran
+    ``lag`` seconds earlier (a lag per marker, uniform in [``mark_lag_min``,
+    ``mark_lag_max``] s), off it by a gap whose length swings between 0 and ``mark_gap``
+    m (period uniform in [20, 60] s) as the direction turns. ``markers = 0`` (the default)
+    is the generator without marking, draw for draw.
     """
 
     players: int = 8
@@ -128,6 +135,10 @@ class PositionParams:
     roam: float = 25.0
     omega_min: float = 0.02
     omega_max: float = 0.25
+    markers: int = 0
+    mark_lag_min: float = 0.5
+    mark_lag_max: float = 3.0
+    mark_gap: float = 2.0
 
     def __post_init__(self) -> None:
         _positive(
@@ -142,6 +153,18 @@ class PositionParams:
             raise ConfigError(
                 f"positions.omega_max: must be >= omega_min, got {self.omega_max!r}"
             )
+        if not 0 <= self.markers <= self.players:
+            raise ConfigError(
+                f"positions.markers: must be in [0, players = {self.players}], "
+                f"got {self.markers!r}"
+            )
+        if not 0 <= self.mark_lag_min <= self.mark_lag_max:
+            raise ConfigError(
+                "positions.mark_lag_min/mark_lag_max: need 0 <= min <= max, got "
+                f"{self.mark_lag_min!r}/{self.mark_lag_max!r}"
+            )
+        if self.mark_gap < 0:
+            raise ConfigError(f"positions.mark_gap: must be >= 0, got {self.mark_gap!r}")
 
 
 @dataclass(frozen=True)

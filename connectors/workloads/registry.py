@@ -57,7 +57,8 @@ def _attributes(spec: WorkloadSpec, i: int, times: np.ndarray) -> dict[str, np.n
     if isinstance(params, EquiParams):
         return equi_columns(times, spec.start_ms, spec.duration_s, params, rng)
     if isinstance(params, PositionParams):
-        return position_columns(times, spec.start_ms, i + 1, params, rng)
+        return position_columns(times, spec.start_ms, i + 1, params, rng,
+                                spec.rng(0, TAG_VALUES) if i > 0 else None)
     if isinstance(params, OverlapParams):
         return overlap_columns(times, spec.start_ms, spec.lag_of(i), params, rng)
     return {"story": story_ids((times - spec.start_ms) / 1000.0, spec.lag_of(i), params, rng)}

@@ -79,7 +79,8 @@ def test_targets_missed_say_where_and_by_how_much() -> None:
     targets, why = judge_targets(compare_rows(rows, BOUND), BOUND)
     assert targets == {"grubjoin>=best_baseline_everywhere": False, "gain_at_2x": False,
                        "no_cliff_at_3x": False, "no_zero_output_window": True,
-                       "p99<=3x_trigger": False, "precision==1": False}
+                       "p99<=3x_trigger": False, "precision==1": False,
+                       "no_output_collapse_at_3x": True}
     assert why["grubjoin>=best_baseline_everywhere"] == "news-cosine 3×: 0.90x vs taildrop"
     assert why["gain_at_2x"] == "sensors-nonaligned: 1.80x (needs 2x)"
     # the positions 3× run is over the bound: its best baseline is taildrop still
@@ -219,3 +220,47 @@ def test_a_point_whose_baselines_all_miss_the_latency_bound_says_so() -> None:
     assert not targets["grubjoin>=best_baseline_everywhere"]
     assert why["grubjoin>=best_baseline_everywhere"] == (
         "positions-distance 1.5×: no baseline within the latency bound")
+
+
+def test_a_capacity_measured_on_other_generator_arguments_is_measured_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``--only`` point keeps the earlier run's capacity only if that run generated the
+    workload with the same arguments (a changed generator is another workload)."""
+    import bench.pipeline.main as main
+    from bench.pipeline.workload import workload_named
+    from pipeline.core.settings import Settings
+
+    wl = workload_named("positions-distance")
+    probed: list[str] = []
+
+    class Probe:
+        def describe(self) -> str:
+            return "probe"
+
+        def snapshot(self) -> dict[str, Any]:
+            return {"capacity_rate": 123.0}
+
+    def probe(w: Any, settings: Any) -> Probe:
+        probed.append(w.name)
+        return Probe()
+
+    monkeypatch.setattr(main, "workload_capacity", probe)
+    same = {wl.name: {"capacity_rate": 50.0, "generator_args": list(wl.generator_args())}}
+    assert main._capacity(wl, same, Settings()) == 50.0 and probed == []
+    other = {wl.name: {"capacity_rate": 50.0, "generator_args": ["positions"]}}
+    assert main._capacity(wl, other, Settings()) == 123.0 and probed == [wl.name]
+    assert other[wl.name]["generator_args"] == list(wl.generator_args())
+    assert main._capacity(wl, {}, Settings()) == 123.0 and len(probed) == 2
+
+
+def test_output_that_halves_from_1_5x_to_3x_is_a_collapse() -> None:
+    """``no_output_collapse_at_3x`` (ours): the output rate at 3× against 1.5×'s; the
+    recall target is judged apart (a lower recall alone is no collapse)."""
+    rows = sweep({**ALL_GOOD, (N, 3.0): 0.55})  # 55 results/s at 3× < 0.5 × 120 at 1.5×
+    targets, why = judge_targets(compare_rows(rows, BOUND), BOUND)
+    assert not targets["no_output_collapse_at_3x"]
+    assert why["no_output_collapse_at_3x"] == (
+        "news-cosine: 55 results/s at 3× < 0.5 × 120 at 1.5×")
+    assert targets["no_cliff_at_3x"]  # recall 0.35 ≥ 0.5 × 0.6
+    ok, _ = judge_targets(compare_rows(sweep(ALL_GOOD), BOUND), BOUND)
+    assert ok["no_output_collapse_at_3x"]

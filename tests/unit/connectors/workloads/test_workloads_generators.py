@@ -190,3 +190,64 @@ def test_positions_teams_meet_within_5_m() -> None:
     dist = np.hypot(a["x"][:, None] - b["x"][None, :], a["y"][:, None] - b["y"][None, :])
     matches = np.count_nonzero(near_time & (dist < 5.0))
     assert 0 < matches < near_time.sum() / 5
+
+
+def _near_pair_lags(wl: Workload, eps: float, window_ms: int) -> np.ndarray:
+    """Brute force: t_b − t_a (ms) of every pair of a team-1 and a team-2 reading within
+    ``eps`` m and ``window_ms`` of each other."""
+    a, b = _stream(wl, 0), _stream(wl, 1)
+    lag = b["event_time"][None, :] - a["event_time"][:, None]
+    dist = np.hypot(a["x"][:, None] - b["x"][None, :], a["y"][:, None] - b["y"][None, :])
+    return lag[(np.abs(lag) <= window_ms) & (dist <= eps)]
+
+
+def test_positions_without_markers_ignore_the_marking_knobs() -> None:
+    """``markers = 0`` is the generator without marking, draw for draw."""
+    plain = generate_workload(WorkloadSpec("positions", streams=2, rates=(40.0,),
+                                           duration_s=30.0, seed=4))
+    knobs = PositionParams(mark_lag_min=1.0, mark_lag_max=9.0, mark_gap=5.0)
+    other = generate_workload(WorkloadSpec("positions", streams=2, rates=(40.0,),
+                                           duration_s=30.0, seed=4, params=knobs))
+    for col in ("x", "y", "value", "a1", "event_time"):
+        assert np.array_equal(plain.columns[col], other.columns[col])
+
+
+def test_positions_markers_put_the_near_pairs_at_their_lag() -> None:
+    """Markers shadow their men at a lag in [mark_lag_min, mark_lag_max]: most pairs
+    within 0.3 m fall there, against a small share without marking; team 1 and the
+    unmarked players do not move."""
+    def generated(params: PositionParams) -> Workload:
+        return generate_workload(WorkloadSpec("positions", streams=2, rates=(60.0,),
+                                              duration_s=90.0, seed=7, params=params))
+
+    plain = generated(PositionParams())
+    marked = generated(PositionParams(markers=2, mark_gap=4.0, mark_lag_min=1.0,
+                                      mark_lag_max=2.0))
+
+    def share_at_lag(wl: Workload) -> float:
+        lags = _near_pair_lags(wl, 0.3, 10_000)
+        assert lags.size > 0
+        return float(np.mean((lags >= 700) & (lags <= 2300)))
+
+    assert share_at_lag(marked) >= 0.5
+    assert share_at_lag(plain) <= 0.3
+    p0, m0 = _stream(plain, 0), _stream(marked, 0)
+    assert np.array_equal(p0["x"], m0["x"]) and np.array_equal(p0["y"], m0["y"])
+    p1, m1 = _stream(plain, 1), _stream(marked, 1)
+    free = m1["a1"] > 202  # players 3..8 of team 2 mark nobody
+    assert np.array_equal(p1["x"][free], m1["x"][free])
+    x, y = m1["x"], m1["y"]
+    assert (x >= 0).all() and (x <= 105).all() and (y >= 0).all() and (y <= 68).all()
+
+
+@pytest.mark.parametrize(("knobs", "field"), [
+    ({"markers": 9}, "positions.markers"),
+    ({"markers": -1}, "positions.markers"),
+    ({"mark_lag_min": 3.0, "mark_lag_max": 1.0}, "positions.mark_lag_min"),
+    ({"mark_gap": -1.0}, "positions.mark_gap"),
+])
+def test_positions_marking_knobs_are_checked(knobs: dict[str, float], field: str) -> None:
+    from pipeline.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        PositionParams(**knobs)  # type: ignore[arg-type]
