@@ -28,6 +28,7 @@ from bench.kit.readback import (
     member_keys,
     our_id,
 )
+from bench.pipeline.truth import TrueResults
 from connectors.io.consumer import Consumed
 from pipeline.spec.model import JoinSpec
 
@@ -139,7 +140,8 @@ def steady_quality(correct: Mapping[str, Sequence[MemberKey]],
         done = completed_at(keys, appended)
         return done is not None and lo <= done <= hi
 
-    n_true = sum(1 for keys in truth.values() if inside(keys))
+    true_done = TrueResults.of_mapping(truth).completed(appended)
+    n_true = int(np.count_nonzero((true_done >= lo) & (true_done <= hi)))
     if n_true == 0:
         return None
     n_ok = sum(1 for rid, keys in correct.items() if rid in truth and inside(keys))
@@ -166,12 +168,14 @@ def timeline(correct: Mapping[str, Sequence[MemberKey]],
         done = completed_at(keys, appended)
         return None if done is None else int((done - first) // width_ms)
 
-    true_b = [b for b in (bucket(k) for k in truth.values()) if b is not None]
+    true_done = TrueResults.of_mapping(truth).completed(appended)
+    true_done = true_done[~np.isnan(true_done)]
+    true_b = ((true_done - first) // width_ms).astype(np.int64)
     ours_b = [b for b in (bucket(k) for rid, k in correct.items() if rid in truth)
               if b is not None]
-    n = max([*true_b, *ours_b], default=-1) + 1
+    n = max(int(true_b.max(initial=-1)), max(ours_b, default=-1)) + 1
     ours = np.bincount(np.asarray(ours_b, dtype=np.int64), minlength=n)
-    true = np.bincount(np.asarray(true_b, dtype=np.int64), minlength=n)
+    true = np.bincount(true_b, minlength=n)
     return {"t_s": [i * bucket_s for i in range(n)], "ours": [float(v) for v in ours],
             "true": [float(v) for v in true]}
 
@@ -226,6 +230,7 @@ def measure(
     by_id = {our_id(c.record): c.record for c in results}
     ids_total = len(results)
     distinct = set(by_id)
+    truth = TrueResults.of_mapping(truth)
     correct = {rid: member_keys(by_id[rid]) for rid in distinct if rid in truth}
     appended = appended_at(inputs)
     stamps = append_span(inputs)
@@ -279,19 +284,20 @@ def appended_rate(inputs: Sequence[Consumed], speedup: float = 1.0) -> float | N
 _TRUTH: dict[str, Any] = {}
 
 
-def cached_truth(join: JoinSpec, dump: Path) -> dict[str, list[tuple[str, int]]]:
-    """The exact results of the input dump (id → members' (stream, seq)), computed once
-    for the runs that replay the same input (one rate, the same seed)."""
+def cached_truth(join: JoinSpec, dump: Path) -> TrueResults:
+    """The exact results of the input dump (id → members' (stream, seq), compactly:
+    :class:`~bench.pipeline.truth.TrueResults`), computed once for the runs that replay
+    the same input (one rate, the same seed)."""
     from pipeline.core.jsonl import read_jsonl
-    from pipeline.quality.oracle import oracle
+    from pipeline.quality.oracle import oracle_members
 
     digest = hashlib.sha1(dump.read_bytes()).hexdigest()
     if _TRUTH.get("digest") != digest:
         _TRUTH.clear()
         records = read_jsonl(dump)
-        _TRUTH["truth"] = {r.id: [(m.stream, m.seq) for m in r.members]
-                           for r in oracle(join, records)}
+        seqs = oracle_members(join, records)
         del records
+        _TRUTH["truth"] = TrueResults.of_members(join.streams, seqs)
         _TRUTH["digest"] = digest
-    truth: dict[str, list[tuple[str, int]]] = _TRUTH["truth"]
+    truth: TrueResults = _TRUTH["truth"]
     return truth

@@ -128,7 +128,6 @@ def results_from_arrays(
     # collector has nothing to find in them, but would re-scan them many times over
     with gc_paused():
         member_cols: list[list[Member]] = []
-        key = np.empty(0, dtype=np.bytes_)
         for k, name in enumerate(streams):
             uniq, code = _factorize(seq_arr[:, k])
             first = np.empty(uniq.shape[0], np.int64)
@@ -137,16 +136,34 @@ def results_from_arrays(
             members = np.empty(len(seq_list), dtype=object)
             members[:] = list(map(Member, [name] * len(seq_list), seq_list,
                                   ts_arr[first, k].tolist()))
-            sep = "|" if k < m - 1 else ""
-            keys = np.array([f"{name}:{q}{sep}".encode() for q in seq_list], dtype=np.bytes_)
             member_cols.append(members[code].tolist())
-            # "s1:12|s2:7|s3:9" built column by column in C (fixed-width bytes)
-            key = keys[code] if k == 0 else _strings.add(key, keys[code])
-        blake = hashlib.blake2b
-        ids = [blake(part, digest_size=16).hexdigest() for part in key.tolist()]
+        ids = result_ids(streams, seq_arr)
         times = np.maximum.reduce([ts_arr[:, k] for k in range(m)]).tolist()
         rows = zip(ids, times, zip(*member_cols, strict=True), strict=True)
         return list(map(tuple.__new__, repeat(JoinResult), rows))
+
+
+def result_ids(streams: Sequence[str], seqs: ArrayLike) -> list[str]:
+    """:func:`result_id` of each row of ``seqs`` (one column per stream, in ``streams``
+    order): the key ``"s1:12|s2:7|s3:9"`` is built column by column in C (fixed-width
+    bytes), one text per distinct (stream, seq).
+
+    >>> result_ids(["s1", "s2"], [[12, 7]]) == [result_id([Member("s1", 12, 0),
+    ...                                                     Member("s2", 7, 0)])]
+    True
+    """
+    m = len(streams)
+    seq_arr = np.asarray(seqs, dtype=np.int64).reshape(-1, m)
+    if seq_arr.shape[0] == 0:
+        return []
+    key = np.empty(0, dtype=np.bytes_)
+    for k, name in enumerate(streams):
+        uniq, code = _factorize(seq_arr[:, k])
+        sep = "|" if k < m - 1 else ""
+        keys = np.array([f"{name}:{q}{sep}".encode() for q in uniq.tolist()], dtype=np.bytes_)
+        key = keys[code] if k == 0 else _strings.add(key, keys[code])
+    blake = hashlib.blake2b
+    return [blake(part, digest_size=16).hexdigest() for part in key.tolist()]
 
 
 #: NumPy's vectorized string functions (``np.strings`` from NumPy 2, ``np.char`` before)

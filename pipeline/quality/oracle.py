@@ -62,10 +62,11 @@ def _numeric(rows: Sequence[Mapping[str, Any]], col: str) -> NDArray[np.float64]
         raise SerializationError(f"attribute {col!r} has a non-numeric value") from None
 
 
-def _results(
+def _member_arrays(
     join: JoinSpec, per: list[list[Mapping[str, Any]]], rows: NDArray[Any]
-) -> list[JoinResult]:
-    """Results for rows of per-stream positions, sorted by (result_time, id)."""
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(seqs, event times), one row per result and one column per stream, of the results
+    given as rows of per-stream positions."""
     m = len(join.streams)
     seqs = np.empty((len(rows), m), np.int64)
     tss = np.empty((len(rows), m), np.int64)
@@ -74,6 +75,14 @@ def _results(
         ts_col = np.array([int(r["event_time"]) for r in per[s]], np.int64)
         seqs[:, s] = seq_col[rows[:, s]] if len(rows) else 0
         tss[:, s] = ts_col[rows[:, s]] if len(rows) else 0
+    return seqs, tss
+
+
+def _results(
+    join: JoinSpec, per: list[list[Mapping[str, Any]]], rows: NDArray[Any]
+) -> list[JoinResult]:
+    """Results for rows of per-stream positions, sorted by (result_time, id)."""
+    seqs, tss = _member_arrays(join, per, rows)
     out = results_from_arrays(join.streams, seqs, tss)
     out.sort(key=lambda r: (r.result_time, r.id))
     return out
@@ -201,10 +210,15 @@ def _item_tables(con: Any, join: JoinSpec, per: list[list[Mapping[str, Any]]]) -
 def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
     """Exact results by DuckDB SQL (equi, band, distance, overlap), sorted by
     (result_time, id)."""
+    per = _split(join, records)
+    return _results(join, per, _duckdb_rows(join, per))
+
+
+def _duckdb_rows(join: JoinSpec, per: list[list[Mapping[str, Any]]]) -> NDArray[np.int64]:
+    """The results of the SQL join, as rows of per-stream positions in ``per``."""
     import duckdb
     import pandas as pd
 
-    per = _split(join, records)
     cols = _columns(join)
     overlap = join.predicate == "overlap"
     if not cols and not overlap:
@@ -229,8 +243,7 @@ def duckdb_oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[
     finally:
         con.close()
     m = len(join.streams)
-    rows_arr = np.stack([np.asarray(found[f"p{i}"], np.int64) for i in range(m)], axis=1)
-    return _results(join, per, rows_arr)
+    return np.stack([np.asarray(found[f"p{i}"], np.int64) for i in range(m)], axis=1)
 
 
 # ----------------------------------------------------------------------- brute force
@@ -372,6 +385,23 @@ def brute_force_oracle(
     if partial.shape[1] < m:
         partial = np.zeros((0, m), np.int64)
     return _results(join, per, partial)
+
+
+def oracle_members(join: JoinSpec, records: Sequence[Mapping[str, Any]]
+                   ) -> NDArray[np.int64]:
+    """The exact results as member seqs only, one row per result and one column per
+    stream (``join.streams`` order), unordered: :func:`oracle` without a Python object
+    per result, for inputs whose results run into the tens of millions."""
+    if join.predicate == "cosine":
+        found = brute_force_oracle(join, records)
+        index = {s: i for i, s in enumerate(join.streams)}
+        seqs = np.empty((len(found), len(join.streams)), np.int64)
+        for row, r in enumerate(found):
+            for mem in r.members:
+                seqs[row, index[mem.stream]] = mem.seq
+        return seqs
+    per = _split(join, records)
+    return _member_arrays(join, per, _duckdb_rows(join, per))[0]
 
 
 def oracle(join: JoinSpec, records: Sequence[Mapping[str, Any]]) -> list[JoinResult]:
