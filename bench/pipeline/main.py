@@ -127,15 +127,15 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
 
 def _capacity(wl: SweepWorkload, caps: dict[str, Any], settings: Settings) -> float:
     """``wl``'s capacity (tuples/s per stream): the earlier run's for ``--only`` points,
-    so a re-run point has the rate it had, unless that run generated the workload with
-    other arguments (``generator_args``); measured otherwise."""
-    args = list(wl.generator_args())
-    if caps.get(wl.name, {}).get("generator_args") != args:
+    so a re-run point has the rate it had, unless that run had another workload under
+    the name (generator arguments, window or ε: ``definition``); measured otherwise."""
+    args = wl.definition()
+    if caps.get(wl.name, {}).get("definition") != args:
         t0 = time.monotonic()
         cap = workload_capacity(wl, settings)
         print(f"capacity of {wl.name} ({time.monotonic() - t0:.0f} s): {cap.describe()}",
               flush=True)
-        caps[wl.name] = {**cap.snapshot(), "generator_args": args}
+        caps[wl.name] = {**cap.snapshot(), "definition": args}
     return float(caps[wl.name]["capacity_rate"])
 
 

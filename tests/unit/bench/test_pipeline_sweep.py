@@ -224,8 +224,8 @@ def test_a_point_whose_baselines_all_miss_the_latency_bound_says_so() -> None:
 
 def test_a_capacity_measured_on_other_generator_arguments_is_measured_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """An ``--only`` point keeps the earlier run's capacity only if that run generated the
-    workload with the same arguments (a changed generator is another workload)."""
+    """An ``--only`` point keeps the earlier run's capacity only if that run had the same
+    workload (generator arguments, window, ε: a changed one is another workload)."""
     import bench.pipeline.main as main
     from bench.pipeline.workload import workload_named
     from pipeline.core.settings import Settings
@@ -245,11 +245,11 @@ def test_a_capacity_measured_on_other_generator_arguments_is_measured_again(
         return Probe()
 
     monkeypatch.setattr(main, "workload_capacity", probe)
-    same = {wl.name: {"capacity_rate": 50.0, "generator_args": list(wl.generator_args())}}
+    same = {wl.name: {"capacity_rate": 50.0, "definition": wl.definition()}}
     assert main._capacity(wl, same, Settings()) == 50.0 and probed == []
-    other = {wl.name: {"capacity_rate": 50.0, "generator_args": ["positions"]}}
+    other = {wl.name: {"capacity_rate": 50.0, "definition": ["positions"]}}
     assert main._capacity(wl, other, Settings()) == 123.0 and probed == [wl.name]
-    assert other[wl.name]["generator_args"] == list(wl.generator_args())
+    assert other[wl.name]["definition"] == wl.definition()
     assert main._capacity(wl, {}, Settings()) == 123.0 and len(probed) == 2
 
 
