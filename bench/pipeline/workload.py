@@ -172,11 +172,12 @@ class SweepWorkload:
 #: 150 s of input per run: at 70 s the steady span was three micro-batches, and three
 #: runs of one method at 2× spread over 2–3× (tail drop 5,033–15,170 results/s,
 #: docs/NOTES.md). Two of team 2's players mark team 1's (lags 0.5–3 s, a gap swinging
-#: between 0 and 48 m) and the players are within 0.2 m: about half the pairs then sit on
-#: two lag-seconds in every 30 s of the run, as duels do in match data, where players
-#: moving on their own put their crossings at a new lag every 30 s (session 20: nothing
-#: for harvesting to learn); 80 pairs/s at 200 tuples/s per stream, against 54 unmarked
-#: within 0.3 m (the old workload), whose 3× more with 0.3 m made the job output-bound
+#: between 0 and 24 m), players within 0.1 m: 60–84 % of the pairs then sit on two
+#: lag-seconds in every 30 s of the run, as duels do in match data, where players moving
+#: on their own put their crossings at a new lag every 30 s (session 20: nothing for
+#: harvesting to learn); 33 pairs/s at 200 tuples/s per stream against the old
+#: workload's 54 (0.3 m, no marking): with 0.3 m marking tripled the results and made the
+#: job output-bound (batches of 15 s on the 8 s trigger at 1.5×, session 24)
 WORKLOADS: tuple[SweepWorkload, ...] = (
     SweepWorkload("sensors-nonaligned", "sensors", "demo.toml", WINDOW_MS, EPSILON, 3,
                   lags_s=(0.0, 5.0, 15.0), kappas=(2.0, 2.0, 50.0),
@@ -188,9 +189,9 @@ WORKLOADS: tuple[SweepWorkload, ...] = (
                   overrides={"disorder": {"mode": "quality", "recall": 0.95,
                                           "period_ms": 20_000, "interval_ms": 1000},
                              "shedding": {"basic_window_ms": 2000}}),
-    SweepWorkload("positions-distance", "positions", "positions.toml", 10_000, 0.2, 2,
+    SweepWorkload("positions-distance", "positions", "positions.toml", 10_000, 0.1, 2,
                   disorder="exp:mean=200", sample_rate=150.0,
-                  params=(("markers", "2"), ("mark_gap", "48")),
+                  params=(("markers", "2"), ("mark_gap", "24")),
                   overrides={"shedding": {"basic_window_ms": 1000}}, duration_s=150.0),
 )
 
