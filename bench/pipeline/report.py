@@ -6,7 +6,7 @@ and the run's ``note``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -184,36 +184,36 @@ def _judge_ratios(gj: dict[tuple[str, float], Mapping[str, Any]],
             "gain_at_2x": not short}
 
 
-def _judge_cliff(gj: dict[tuple[str, float], Mapping[str, Any]], why: dict[str, str]) -> bool:
-    """Per workload: grubjoin's recall at 3× ≥ :data:`CLIFF_SHARE` × its recall at 1.5×."""
+def _judge_3x_over_1_5x(gj: dict[tuple[str, float], Mapping[str, Any]], why: dict[str, str],
+                        target: str, field: str, fall: Callable[[float, float], str]) -> bool:
+    """Per workload: grubjoin's ``field`` at 3× ≥ :data:`CLIFF_SHARE` × its ``field`` at
+    1.5×; ``fall(at_3x, at_1_5x)`` says how a workload missed (the reason for ``target``)."""
     missed = []
     for w in sorted({w for w, _ in gj}):
         lo, hi = gj.get((w, 1.5)), gj.get((w, 3.0))
         if lo is None or hi is None:
             missed.append(f"{w}: not measured at both 1.5× and 3×")
-        elif float(hi["recall"]) < CLIFF_SHARE * float(lo["recall"]):
-            missed.append(f"{w}: recall {hi['recall']:.3f} at 3× < {CLIFF_SHARE:g} × "
-                          f"{lo['recall']:.3f} at 1.5×")
+        elif float(hi[field]) < CLIFF_SHARE * float(lo[field]):
+            missed.append(f"{w}: {fall(float(hi[field]), float(lo[field]))}")
     if missed:
-        why["no_cliff_at_3x"] = "; ".join(missed)
+        why[target] = "; ".join(missed)
     return bool(gj) and not missed
+
+
+def _judge_cliff(gj: dict[tuple[str, float], Mapping[str, Any]], why: dict[str, str]) -> bool:
+    """Per workload: grubjoin's recall at 3× ≥ :data:`CLIFF_SHARE` × its recall at 1.5×."""
+    return _judge_3x_over_1_5x(
+        gj, why, "no_cliff_at_3x", "recall",
+        lambda hi, lo: f"recall {hi:.3f} at 3× < {CLIFF_SHARE:g} × {lo:.3f} at 1.5×")
 
 
 def _judge_collapse(gj: dict[tuple[str, float], Mapping[str, Any]],
                     why: dict[str, str]) -> bool:
     """Per workload: grubjoin's output rate at 3× ≥ :data:`CLIFF_SHARE` × its output rate
     at 1.5× (:data:`COLLAPSE_TARGET`)."""
-    missed = []
-    for w in sorted({w for w, _ in gj}):
-        lo, hi = gj.get((w, 1.5)), gj.get((w, 3.0))
-        if lo is None or hi is None:
-            missed.append(f"{w}: not measured at both 1.5× and 3×")
-        elif float(hi["output_rate"]) < CLIFF_SHARE * float(lo["output_rate"]):
-            missed.append(f"{w}: {hi['output_rate']:.0f} results/s at 3× < {CLIFF_SHARE:g} × "
-                          f"{lo['output_rate']:.0f} at 1.5×")
-    if missed:
-        why[COLLAPSE_TARGET] = "; ".join(missed)
-    return bool(gj) and not missed
+    return _judge_3x_over_1_5x(
+        gj, why, COLLAPSE_TARGET, "output_rate",
+        lambda hi, lo: f"{hi:.0f} results/s at 3× < {CLIFF_SHARE:g} × {lo:.0f} at 1.5×")
 
 
 def judge_targets(table: list[dict[str, Any]], bound_ms: float
