@@ -17,7 +17,7 @@ from pipeline.operators.events import Event
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.shedding.costmodel import HarvestModel
 from pipeline.operators.shedding.grubjoin.admission import Joint
-from pipeline.operators.shedding.grubjoin.capture import LIMIT, MIN_RESULTS, CaptureCheck
+from pipeline.operators.shedding.grubjoin.capture import DECAY, LIMIT, MIN_RESULTS, CaptureCheck
 from pipeline.operators.shedding.grubjoin.shedder import GrubJoinShedder
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.testing.streams import make_spec
@@ -38,6 +38,11 @@ def _plans(chosen: tuple[set[int], ...]) -> tuple[ProbePlan, ...]:
                  for i, w in enumerate(chosen))
 
 
+def _plans2(chosen: tuple[set[int], ...]) -> tuple[ProbePlan, ...]:
+    return tuple(ProbePlan(order=(1 - i,), windows=(tuple(sorted(w)),))
+                 for i, w in enumerate(chosen))
+
+
 def _fb(direction: int, wins: list[int]) -> ProbeFeedback:
     matches = np.bincount(np.asarray(wins, dtype=np.int64), minlength=N)
     return ProbeFeedback(direction, 0, (1 - direction,), (matches,), (100,), len(wins), 100,
@@ -51,7 +56,7 @@ def test_two_way_capture_is_the_share_of_shredded_results_the_harvest_would_find
         promised: float) -> None:
     """m = 2: a result is found by the harvest iff its partner lies in a window the
     probing direction scans, so ρ is exactly the share of such results, counted here one
-    result at a time; the weight is min(1, ρ / π), at least 1/LIMIT."""
+    result at a time; the weight is ρ / π in [1/LIMIT, LIMIT]."""
     check = CaptureCheck(2, (N, N))
     check.install(_plans(chosen), promised)
     found = total = 0
@@ -65,8 +70,17 @@ def test_two_way_capture_is_the_share_of_shredded_results_the_harvest_would_find
         assert got is None and check.close() is None and check.weight() == 1.0
         return
     assert got == pytest.approx(found / total, abs=1e-12)
-    assert check.close() == pytest.approx(math.log(max(found / total, 1e-6) / promised))
-    want = min(1.0, max(1.0 / LIMIT, max(found / total, 1e-6) / promised))
+    assert check.close() == pytest.approx(found / total / promised)
+    row = check.last_row()
+    assert row["capture_promised"] == pytest.approx(min(1.0, promised), abs=1e-4)
+    for i in range(2):
+        mine = [w in chosen[i] for d, wins in probes if d == i for w in wins]
+        assert row[f"capture_results_{i}"] == len(mine)
+        if mine:
+            assert row[f"capture_rho_{i}"] == pytest.approx(sum(mine) / len(mine), abs=1e-4)
+        else:
+            assert f"capture_rho_{i}" not in row
+    want = min(LIMIT, max(1.0 / LIMIT, found / total / promised))
     assert check.weight() == pytest.approx(want, rel=1e-9)
     back = CaptureCheck.restore(2, (N, N), check.snapshot())
     assert back.snapshot() == check.snapshot()
@@ -90,13 +104,55 @@ def test_three_way_capture_multiplies_the_positions_and_weighs_directions_by_res
                                 (1, 3)))
     rho = (40 * (20 / 40) * 1.0 + 20 * 0.0 + 40 * 1.0) / 100
     assert check.realized() == pytest.approx(rho)
-    assert check.close() == pytest.approx(math.log(rho / 0.5))
-    assert check.weight() == pytest.approx(1.0)  # capped: it found more than promised
+    assert check.close() == pytest.approx(rho / 0.5)
+    assert check.weight() == pytest.approx(rho / 0.5)  # it found more than promised
     check.install(None, 0.0)  # nothing under test: feedback ignored, weight kept
     check.observe(ProbeFeedback(0, 0, (1, 2), m1, (9, 9), 40, 9, (1, 3)))
     assert check.realized() is None and check.close() is None
     with pytest.raises(OperatorStateError, match="capture"):
         CaptureCheck.restore(3, (4, 4, 4), {"masks": None})
+
+
+@settings(max_examples=200, deadline=None)
+@given(intervals=st.lists(st.tuples(st.integers(MIN_RESULTS, 2_000), st.floats(0.0, 1.0),
+                                    st.floats(0.05, 1.0)), min_size=1, max_size=12))
+def test_the_weight_is_the_aged_results_kept_over_the_results_promised(
+        intervals: list[tuple[int, float, float]]) -> None:
+    """Intervals of R shredded results of which a share ρ lies in the tested windows,
+    promised π: w_c = Σ d^(T−t)·kept / Σ d^(T−t)·π·R, clipped to [1/LIMIT, 1], counted
+    result by result (each interval's windows are 0..⌈ρ·N⌉ of W_1, direction 0 only)."""
+    check = CaptureCheck(2, (100, 100))
+    kept = promised_sum = 0.0
+    for results, share, promised in intervals:
+        inside = round(share * results)
+        wins = [0] * inside + [99] * (results - inside)
+        check.install(_plans2(({0}, set(range(100)))), promised)
+        matches = np.bincount(np.asarray(wins, dtype=np.int64), minlength=100)
+        check.observe(ProbeFeedback(0, 0, (1,), (matches,), (100,), results, 100, (1,)))
+        check.close()
+        kept = kept * DECAY + inside
+        promised_sum = promised_sum * DECAY + min(1.0, promised) * results
+    want = min(LIMIT, max(1.0 / LIMIT, kept / promised_sum))
+    assert check.weight() == pytest.approx(want, rel=1e-9)
+
+
+def test_one_small_interval_missed_whole_does_not_outvote_large_ones_caught() -> None:
+    """Results come in episodes: a harvest that kept 90 % of 2,000 results twice and then
+    none of 40 keeps a weight near 0.9 / π, not the floor."""
+    check = CaptureCheck(2, (N, N))
+    check.install(_plans(({0}, set())), 1.0)
+    for wins in ([0] * 1_800 + [3] * 200, [0] * 1_800 + [3] * 200, [4] * 40):
+        check.observe(_fb(0, wins))
+        check.close()
+    assert check.weight() > 0.85
+
+
+def test_a_geometric_mean_snapshot_restores_to_its_weight() -> None:
+    back = CaptureCheck.restore(2, (N, N), {
+        "masks": None, "promised": 1.0, "hits": [[0.0] * 2] * 2, "results": [0.0] * 2,
+        "seen": [[0.0] * 2] * 2, "log_sum": 2.0 * math.log(0.4), "weight_sum": 2.0,
+        "counted": 2})
+    assert back.weight() == pytest.approx(0.4)
 
 
 # ---------------------------------------------------------------------- in the shedder

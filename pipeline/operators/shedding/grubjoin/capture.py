@@ -19,13 +19,24 @@ in the interval is estimated from those probes as
 
 with ρ_i = 0 when direction i probes nothing and 1 for a position scanned whole, and
 over all directions ρ = Σ_i R_i·ρ_i / Σ_i R_i (R_i: direction i's shredded results). The
-model promised π = O({z}) / O(1) (same admission, full probing). The aged geometric mean
-of ρ / π over the intervals with at least :data:`MIN_RESULTS` shredded results is the
-factor w_c ∈ [1/LIMIT, 1] on every harvest's modelled output before the choice
+model promised π = O({z}) / O(1) (same admission, full probing). Over the intervals t
+with at least :data:`MIN_RESULTS` shredded results R_t, the results the harvests kept
+against the results they promised,
+
+    w_c = Σ_t d^{T−t}·ρ_t·R_t  /  Σ_t d^{T−t}·π_t·R_t        (d = :data:`DECAY`),
+
+clipped to [1/LIMIT, LIMIT], is the factor on every harvest's modelled output before the
+choice (capped there at the full join's output at the same admission, admission.py)
 (admission.py), replacing the realized-over-modelled calibration (calibration.py) when
 shredding is on; the first shredding plans after a Δ boundary already count. A shredded
 probe's first position scans only ⌈z·n⌉ evenly spread windows from a random offset, so
 each window is scanned with the same probability and the ratios are unbiased.
+
+Why a ratio of sums and not a mean of per-interval ratios: results come in episodes (two
+players meeting yields hundreds of results at one lag), so an interval's R_t shredded
+results may be one episode, and its ρ_t then 0 or 1. Weighing each interval by its
+results keeps one small interval that the harvest missed entirely from outvoting the
+large ones it caught (a geometric mean took log 0 to its floor in one step).
 """
 
 from __future__ import annotations
@@ -42,9 +53,10 @@ __all__ = ["DECAY", "LIMIT", "MIN_RESULTS", "CaptureCheck"]
 
 #: fewest shredded results an interval needs to count (≈ 1/√n noise on ρ)
 MIN_RESULTS = 30
-#: aging of the log-ratio sum per counted interval
+#: aging of the kept and promised sums per counted interval
 DECAY = 0.6
-#: the weight is at least 1/LIMIT (and at most 1)
+#: the weight is at least 1/LIMIT and at most LIMIT (module docstring: above 1 where the
+#: model under-promises, e.g. lag histograms shrunk toward uniform that still rank right)
 LIMIT = 20.0
 
 
@@ -60,9 +72,11 @@ class CaptureCheck:
         self.hits = np.zeros((m, m), dtype=np.float64)  # Σ matches in S_{i,l}
         self.results = np.zeros(m, dtype=np.float64)  # Σ R_i
         self.seen = np.zeros((m, m), dtype=np.float64)  # Σ R_i over probes reaching l
-        self.log_sum = 0.0
-        self.weight_sum = 0.0
+        self.kept_sum = 0.0  # Σ d^{T−t}·ρ_t·R_t
+        self.promised_sum = 0.0  # Σ d^{T−t}·π_t·R_t
         self.counted = 0
+        #: the last closed interval: ρ_i per direction (None: no results), π, R_i
+        self.last: dict[str, Any] | None = None
 
     def install(self, plans: tuple[ProbePlan, ...] | None, promised: float) -> None:
         """The harvest under test from now on (None: nothing to test) and its π."""
@@ -100,43 +114,70 @@ class CaptureCheck:
                 n = min(mask.shape[0], counts.shape[0])
                 self.hits[i, l] += float(counts[:n][mask[:n]].sum())
 
-    def realized(self) -> float | None:
-        """ρ of the interval so far (None: fewer than :data:`MIN_RESULTS` results)."""
-        total = float(self.results.sum())
-        if self.masks is None or total < MIN_RESULTS:
-            return None
-        rho = 0.0
+    def directions(self) -> list[float | None]:
+        """ρ_i of the interval so far per direction (None: no shredded results)."""
+        out: list[float | None] = []
         for i in range(self.m):
             if self.results[i] <= 0:
+                out.append(None)
                 continue
             share = 1.0
             for l in range(self.m):
                 if l == i or self.seen[i, l] <= 0:
                     continue
                 share *= self.hits[i, l] / self.seen[i, l]
-            rho += self.results[i] * share
+            out.append(share)
+        return out
+
+    def realized(self) -> float | None:
+        """ρ of the interval so far (None: fewer than :data:`MIN_RESULTS` results)."""
+        total = float(self.results.sum())
+        if self.masks is None or total < MIN_RESULTS:
+            return None
+        rho = sum(float(r) * s for r, s in zip(self.results, self.directions(), strict=True)
+                  if s is not None)
         return rho / total
 
     def close(self) -> float | None:
-        """Ends the interval: counts log(ρ / π) when it qualifies (returned; else None).
+        """Ends the interval: counts ρ·R and π·R when it qualifies (ρ / π returned;
+        else None).
         The harvest under test stays until the next :meth:`install`."""
         rho = self.realized()
+        total = float(self.results.sum())
+        if self.masks is not None:
+            self.last = {"rho": [None if v is None else round(v, 4)
+                                 for v in self.directions()],
+                         "promised": round(self.promised, 4),
+                         "results": [int(v) for v in self.results]}
         self.hits[:] = 0.0
         self.results[:] = 0.0
         self.seen[:] = 0.0
         if rho is None:
             return None
-        ratio = math.log(max(rho, 1e-6) / self.promised)
-        self.log_sum = self.log_sum * DECAY + ratio
-        self.weight_sum = self.weight_sum * DECAY + 1.0
+        self.kept_sum = self.kept_sum * DECAY + rho * total
+        self.promised_sum = self.promised_sum * DECAY + self.promised * total
         self.counted += 1
-        return ratio
+        return rho / self.promised
+
+    def last_row(self) -> dict[str, float]:
+        """The last closed interval for a metrics row: ``capture_promised`` (π),
+        ``capture_rho_<i>`` and ``capture_results_<i>`` per direction with results."""
+        if self.last is None:
+            return {}
+        row = {"capture_promised": float(self.last["promised"])}
+        for i, (rho, res) in enumerate(zip(self.last["rho"], self.last["results"],
+                                           strict=True)):
+            row[f"capture_results_{i}"] = float(res)
+            if rho is not None:
+                row[f"capture_rho_{i}"] = float(rho)
+        return row
 
     def weight(self) -> float:
-        """w_c = min(1, ρ / π aged), at least 1/:data:`LIMIT`; 1 before any interval."""
-        if self.weight_sum <= 0.0:
+        """w_c = Σ ρ·R / Σ π·R aged, in [1/:data:`LIMIT`, :data:`LIMIT`]; 1 before any
+        interval (module docstring)."""
+        if self.promised_sum <= 0.0:
             return 1.0
-        return float(min(1.0, max(1.0 / LIMIT, math.exp(self.log_sum / self.weight_sum))))
+        return float(min(LIMIT, max(1.0 / LIMIT, self.kept_sum / self.promised_sum)))
 
     def snapshot(self) -> dict[str, Any]:
         return {"masks": None if self.masks is None else [
@@ -144,7 +185,7 @@ class CaptureCheck:
                     for row in self.masks],
                 "promised": self.promised, "hits": self.hits.tolist(),
                 "results": self.results.tolist(), "seen": self.seen.tolist(),
-                "log_sum": self.log_sum, "weight_sum": self.weight_sum,
+                "kept_sum": self.kept_sum, "promised_sum": self.promised_sum,
                 "counted": self.counted}
 
     @classmethod
@@ -168,8 +209,14 @@ class CaptureCheck:
             obj.hits = np.asarray(data["hits"], dtype=np.float64).reshape(m, m)
             obj.results = np.asarray(data["results"], dtype=np.float64).reshape(m)
             obj.seen = np.asarray(data["seen"], dtype=np.float64).reshape(m, m)
-            obj.log_sum = float(data["log_sum"])
-            obj.weight_sum = float(data["weight_sum"])
+            if "kept_sum" in data:
+                obj.kept_sum = float(data["kept_sum"])
+                obj.promised_sum = float(data["promised_sum"])
+            else:  # the geometric-mean state: its weight, as one interval's worth
+                obj.promised_sum = float(data["weight_sum"])
+                if obj.promised_sum > 0.0:
+                    obj.kept_sum = obj.promised_sum * math.exp(
+                        float(data["log_sum"]) / obj.promised_sum)
             obj.counted = int(data["counted"])
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise OperatorStateError(f"grubjoin capture snapshot: {exc!r}") from exc

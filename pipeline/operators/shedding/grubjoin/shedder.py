@@ -544,6 +544,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             "harvest_weight": round(self.calibration.weight(), 4),
             "weight_used": round(self._harvest_weight(), 4),
             "capture_weight": round(self.capture.weight(), 4),
+            **self.capture.last_row(),
             "queue_drops": reading.dropped,
             "queue_overflows": reading.overflows,
             **({"backlog_ms": round(queue.backlog_ms(), 3)} if queue is not None else {}),
