@@ -56,7 +56,7 @@ def test_two_way_capture_is_the_share_of_shredded_results_the_harvest_would_find
         promised: float) -> None:
     """m = 2: a result is found by the harvest iff its partner lies in a window the
     probing direction scans, so ρ is exactly the share of such results, counted here one
-    result at a time; the weight is ρ / π in [1/LIMIT, LIMIT]."""
+    result at a time; the weight is ρ / π in [1/LIMIT, 1]."""
     check = CaptureCheck(2, (N, N))
     check.install(_plans(chosen), promised)
     found = total = 0
@@ -80,7 +80,7 @@ def test_two_way_capture_is_the_share_of_shredded_results_the_harvest_would_find
             assert row[f"capture_rho_{i}"] == pytest.approx(sum(mine) / len(mine), abs=1e-4)
         else:
             assert f"capture_rho_{i}" not in row
-    want = min(LIMIT, max(1.0 / LIMIT, found / total / promised))
+    want = min(1.0, max(1.0 / LIMIT, found / total / promised))
     assert check.weight() == pytest.approx(want, rel=1e-9)
     back = CaptureCheck.restore(2, (N, N), check.snapshot())
     assert back.snapshot() == check.snapshot()
@@ -105,7 +105,7 @@ def test_three_way_capture_multiplies_the_positions_and_weighs_directions_by_res
     rho = (40 * (20 / 40) * 1.0 + 20 * 0.0 + 40 * 1.0) / 100
     assert check.realized() == pytest.approx(rho)
     assert check.close() == pytest.approx(rho / 0.5)
-    assert check.weight() == pytest.approx(rho / 0.5)  # it found more than promised
+    assert check.weight() == pytest.approx(1.0)  # capped: it found more than promised
     check.install(None, 0.0)  # nothing under test: feedback ignored, weight kept
     check.observe(ProbeFeedback(0, 0, (1, 2), m1, (9, 9), 40, 9, (1, 3)))
     assert check.realized() is None and check.close() is None
@@ -132,7 +132,7 @@ def test_the_weight_is_the_aged_results_kept_over_the_results_promised(
         check.close()
         kept = kept * DECAY + inside
         promised_sum = promised_sum * DECAY + min(1.0, promised) * results
-    want = min(LIMIT, max(1.0 / LIMIT, kept / promised_sum))
+    want = min(1.0, max(1.0 / LIMIT, kept / promised_sum))
     assert check.weight() == pytest.approx(want, rel=1e-9)
 
 

@@ -249,16 +249,9 @@ def _exhaustive(model: HarvestModel, budget: float) -> Joint | None:
 
 def _score(model: HarvestModel, joint: Joint, weight: float) -> float:
     """The modelled output a choice is ranked by: a harvest's (some z_{i,j} < 1) scaled
-    by the calibration ``weight`` (calibration.py, capture.py) — at most the full join's
-    at the same admission and probe share, which a harvest cannot exceed — a full
-    scan's as is."""
-    full = model.max_counts()
-    if kind_of(joint.counts, full) != HARVEST:
-        return joint.output
-    scaled_out = joint.output * weight
-    if weight <= 1.0:
-        return scaled_out
-    return min(scaled_out, joint_output(model, float(joint.admit[0]), full, joint.share))
+    by the calibration ``weight`` (calibration.py), a full scan's as is."""
+    harvested = kind_of(joint.counts, model.max_counts()) == HARVEST
+    return joint.output * (weight if harvested else 1.0)
 
 
 def _or_dropping(model: HarvestModel, budget: float, paper: Joint, margin: float,

@@ -25,8 +25,7 @@ against the results they promised,
 
     w_c = Σ_t d^{T−t}·ρ_t·R_t  /  Σ_t d^{T−t}·π_t·R_t        (d = :data:`DECAY`),
 
-clipped to [1/LIMIT, LIMIT], is the factor on every harvest's modelled output before the
-choice (capped there at the full join's output at the same admission, admission.py)
+clipped to [1/LIMIT, 1], is the factor on every harvest's modelled output before the choice
 (admission.py), replacing the realized-over-modelled calibration (calibration.py) when
 shredding is on; the first shredding plans after a Δ boundary already count. A shredded
 probe's first position scans only ⌈z·n⌉ evenly spread windows from a random offset, so
@@ -55,8 +54,7 @@ __all__ = ["DECAY", "LIMIT", "MIN_RESULTS", "CaptureCheck"]
 MIN_RESULTS = 30
 #: aging of the kept and promised sums per counted interval
 DECAY = 0.6
-#: the weight is at least 1/LIMIT and at most LIMIT (module docstring: above 1 where the
-#: model under-promises, e.g. lag histograms shrunk toward uniform that still rank right)
+#: the weight is at least 1/LIMIT (and at most 1)
 LIMIT = 20.0
 
 
@@ -173,11 +171,11 @@ class CaptureCheck:
         return row
 
     def weight(self) -> float:
-        """w_c = Σ ρ·R / Σ π·R aged, in [1/:data:`LIMIT`, :data:`LIMIT`]; 1 before any
+        """w_c = Σ ρ·R / Σ π·R aged, in [1/:data:`LIMIT`, 1]; 1 before any
         interval (module docstring)."""
         if self.promised_sum <= 0.0:
             return 1.0
-        return float(min(LIMIT, max(1.0 / LIMIT, self.kept_sum / self.promised_sum)))
+        return float(min(1.0, max(1.0 / LIMIT, self.kept_sum / self.promised_sum)))
 
     def snapshot(self) -> dict[str, Any]:
         return {"masks": None if self.masks is None else [

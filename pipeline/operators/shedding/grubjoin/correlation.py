@@ -35,10 +35,7 @@ normalized histogram the Δ's decisions used and q the normalized counts the Δ 
 the λ minimizing ‖(1 − λ)·p + λ·U − q‖² is ⟨q − p, U − p⟩ / ‖U − p‖². Numerator and
 denominator are summed over Δs (aged by :data:`SHRINK_DECAY`) and λ_i is their ratio,
 clipped to [0, 1]. q's sampling noise has zero mean, so a stable histogram keeps λ near 0;
-a histogram whose peaks move gets λ near 1. Until ℒ_i has predicted one Δ, λ_i = 1: a
-histogram of one Δ (on positions, one or two meetings of players) has shown nothing about
-the next, and harvesting its peaks first would promise the whole output from a window or
-two.
+a histogram whose peaks move gets λ near 1.
 """
 
 from __future__ import annotations
@@ -145,12 +142,10 @@ class LagHistograms:
             self.shrink_sums[i] += (float(np.dot(q - p, d)), float(np.dot(d, d)))
 
     def shrinkage(self, i: int) -> float:
-        """λ_i ∈ [0, 1] (0 without ``shrink``; 1 before ℒ_i's first scored Δ)."""
+        """λ_i ∈ [0, 1] (0 without ``shrink`` or before any Δ was scored)."""
         num, den = (float(v) for v in self.shrink_sums[i])
-        if not self.config.shrink:
+        if not self.config.shrink or den <= 0.0:
             return 0.0
-        if den <= 0.0:
-            return 1.0
         return float(min(1.0, max(0.0, num / den)))
 
     def _dist(self, i: int) -> FloatArray:
