@@ -33,13 +33,8 @@ probes2 = st.lists(st.tuples(st.integers(0, 1),
                    max_size=40)
 
 
-def _plans(chosen: tuple[set[int], ...]) -> tuple[ProbePlan, ...]:
-    return tuple(ProbePlan(order=(1 - i,), windows=(None if len(w) == N else tuple(sorted(w)),))
-                 for i, w in enumerate(chosen))
-
-
-def _plans2(chosen: tuple[set[int], ...]) -> tuple[ProbePlan, ...]:
-    return tuple(ProbePlan(order=(1 - i,), windows=(tuple(sorted(w)),))
+def _plans(chosen: tuple[set[int], ...], n: int = N) -> tuple[ProbePlan, ...]:
+    return tuple(ProbePlan(order=(1 - i,), windows=(None if len(w) == n else tuple(sorted(w)),))
                  for i, w in enumerate(chosen))
 
 
@@ -120,13 +115,14 @@ def test_the_weight_is_the_aged_results_kept_over_the_results_promised(
         intervals: list[tuple[int, float, float]]) -> None:
     """Intervals of R shredded results of which a share ρ lies in the tested windows,
     promised π: w_c = Σ d^(T−t)·kept / Σ d^(T−t)·π·R, clipped to [1/LIMIT, 1], counted
-    result by result (each interval's windows are 0..⌈ρ·N⌉ of W_1, direction 0 only)."""
+    result by result (direction 0 scans window 0 of W_1; the kept results lie there, the
+    others in window 99)."""
     check = CaptureCheck(2, (100, 100))
     kept = promised_sum = 0.0
     for results, share, promised in intervals:
         inside = round(share * results)
         wins = [0] * inside + [99] * (results - inside)
-        check.install(_plans2(({0}, set(range(100)))), promised)
+        check.install(_plans(({0}, set(range(100))), 100), promised)
         matches = np.bincount(np.asarray(wins, dtype=np.int64), minlength=100)
         check.observe(ProbeFeedback(0, 0, (1,), (matches,), (100,), results, 100, (1,)))
         check.close()

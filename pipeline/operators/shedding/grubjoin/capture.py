@@ -73,8 +73,8 @@ class CaptureCheck:
         self.kept_sum = 0.0  # Σ d^{T−t}·ρ_t·R_t
         self.promised_sum = 0.0  # Σ d^{T−t}·π_t·R_t
         self.counted = 0
-        #: the last closed interval: ρ_i per direction (None: no results), π, R_i
-        self.last: dict[str, Any] | None = None
+        #: the last closed interval's metrics fields (:meth:`last_row`)
+        self.last: dict[str, float] = {}
 
     def install(self, plans: tuple[ProbePlan, ...] | None, promised: float) -> None:
         """The harvest under test from now on (None: nothing to test) and its π."""
@@ -127,12 +127,14 @@ class CaptureCheck:
             out.append(share)
         return out
 
-    def realized(self) -> float | None:
-        """ρ of the interval so far (None: fewer than :data:`MIN_RESULTS` results)."""
+    def realized(self, directions: list[float | None] | None = None) -> float | None:
+        """ρ of the interval so far (None: fewer than :data:`MIN_RESULTS` results), from
+        ``directions`` (:meth:`directions`, computed when not given)."""
         total = float(self.results.sum())
         if self.masks is None or total < MIN_RESULTS:
             return None
-        rho = sum(float(r) * s for r, s in zip(self.results, self.directions(), strict=True)
+        rhos = self.directions() if directions is None else directions
+        rho = sum(float(r) * s for r, s in zip(self.results, rhos, strict=True)
                   if s is not None)
         return rho / total
 
@@ -140,13 +142,15 @@ class CaptureCheck:
         """Ends the interval: counts ρ·R and π·R when it qualifies (ρ / π returned;
         else None).
         The harvest under test stays until the next :meth:`install`."""
-        rho = self.realized()
+        rhos = self.directions()
+        rho = self.realized(rhos)
         total = float(self.results.sum())
         if self.masks is not None:
-            self.last = {"rho": [None if v is None else round(v, 4)
-                                 for v in self.directions()],
-                         "promised": round(self.promised, 4),
-                         "results": [int(v) for v in self.results]}
+            self.last = {"capture_promised": round(self.promised, 4)}
+            for i, (rho_i, res) in enumerate(zip(rhos, self.results, strict=True)):
+                self.last[f"capture_results_{i}"] = float(res)
+                if rho_i is not None:
+                    self.last[f"capture_rho_{i}"] = round(rho_i, 4)
         self.hits[:] = 0.0
         self.results[:] = 0.0
         self.seen[:] = 0.0
@@ -158,17 +162,10 @@ class CaptureCheck:
         return rho / self.promised
 
     def last_row(self) -> dict[str, float]:
-        """The last closed interval for a metrics row: ``capture_promised`` (π),
-        ``capture_rho_<i>`` and ``capture_results_<i>`` per direction with results."""
-        if self.last is None:
-            return {}
-        row = {"capture_promised": float(self.last["promised"])}
-        for i, (rho, res) in enumerate(zip(self.last["rho"], self.last["results"],
-                                           strict=True)):
-            row[f"capture_results_{i}"] = float(res)
-            if rho is not None:
-                row[f"capture_rho_{i}"] = float(rho)
-        return row
+        """The last closed interval with a harvest under test, for a metrics row:
+        ``capture_promised`` (π), ``capture_results_<i>`` (R_i) per direction and
+        ``capture_rho_<i>`` (ρ_i) per direction with results; empty before one."""
+        return dict(self.last)
 
     def weight(self) -> float:
         """w_c = Σ ρ·R / Σ π·R aged, in [1/:data:`LIMIT`, 1]; 1 before any
