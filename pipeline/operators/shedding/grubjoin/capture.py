@@ -20,10 +20,11 @@ in the interval is estimated from those probes as
 with ρ_i = 0 when direction i probes nothing and 1 for a position scanned whole, and
 over all directions ρ = Σ_i R_i·ρ_i / Σ_i R_i (R_i: direction i's shredded results). The
 model promised π = O({z}) / O(1) (same admission, full probing). Over the intervals t
-with at least :data:`MIN_RESULTS` shredded results R_t, the results the harvests kept
-against the results they promised,
+with at least :data:`MIN_RESULTS` shredded results R_t, the aged mean of the realized
+ratios, each interval weighed by √R_t,
 
-    w_c = Σ_t d^{T−t}·ρ_t·R_t  /  Σ_t d^{T−t}·π_t·R_t        (d = :data:`DECAY`),
+    w_c = Σ_t d^{T−t}·√R_t·min(ρ_t/π_t, :data:`RATIO_CAP`)  /  Σ_t d^{T−t}·√R_t
+          (d = :data:`DECAY`),
 
 clipped to [1/LIMIT, 1], is the factor on every harvest's modelled output before the choice
 (admission.py), replacing the realized-over-modelled calibration (calibration.py) when
@@ -31,11 +32,17 @@ shredding is on; the first shredding plans after a Δ boundary already count. A 
 probe's first position scans only ⌈z·n⌉ evenly spread windows from a random offset, so
 each window is scanned with the same probability and the ratios are unbiased.
 
-Why a ratio of sums and not a mean of per-interval ratios: results come in episodes (two
-players meeting yields hundreds of results at one lag), so an interval's R_t shredded
-results may be one episode, and its ρ_t then 0 or 1. Weighing each interval by its
-results keeps one small interval that the harvest missed entirely from outvoting the
-large ones it caught (a geometric mean took log 0 to its floor in one step).
+Why √R_t: results come in episodes (two players meeting yields hundreds of results at one
+lag), so an interval's R_t shredded results may be one or two episodes, and its ρ_t then
+near 0 or 1. An interval's evidence grows with its episodes, not with its results: a mean
+of log ratios took one missed episode's log 0 to the floor in one step, and
+a ratio of sums (weights R_t) let one large episode missed by the first harvest (13,665
+results) hold the weight at its floor for 50 s of harvests caught (positions at 2×,
+docs/NOTES.md). √R_t sits between counting intervals alike and counting
+results alike: one small interval missed after two large ones caught leaves the weight
+near 0.8 of theirs, one large interval missed and one smaller caught brings it back over
+0.5. A ratio is capped at :data:`RATIO_CAP` so one interval that found far more than
+promised cannot outvote the rest either.
 """
 
 from __future__ import annotations
@@ -48,12 +55,14 @@ import numpy as np
 from pipeline.core.errors import OperatorStateError
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 
-__all__ = ["DECAY", "LIMIT", "MIN_RESULTS", "CaptureCheck"]
+__all__ = ["DECAY", "LIMIT", "MIN_RESULTS", "RATIO_CAP", "CaptureCheck"]
 
 #: fewest shredded results an interval needs to count (≈ 1/√n noise on ρ)
 MIN_RESULTS = 30
-#: aging of the kept and promised sums per counted interval
+#: aging of the weighted ratios per counted interval
 DECAY = 0.6
+#: an interval's ρ / π counts at most this much
+RATIO_CAP = 2.0
 #: the weight is at least 1/LIMIT (and at most 1)
 LIMIT = 20.0
 
@@ -70,8 +79,8 @@ class CaptureCheck:
         self.hits = np.zeros((m, m), dtype=np.float64)  # Σ matches in S_{i,l}
         self.results = np.zeros(m, dtype=np.float64)  # Σ R_i
         self.seen = np.zeros((m, m), dtype=np.float64)  # Σ R_i over probes reaching l
-        self.kept_sum = 0.0  # Σ d^{T−t}·ρ_t·R_t
-        self.promised_sum = 0.0  # Σ d^{T−t}·π_t·R_t
+        self.kept_sum = 0.0  # Σ d^{T−t}·√R_t·min(ρ_t/π_t, RATIO_CAP)
+        self.promised_sum = 0.0  # Σ d^{T−t}·√R_t
         self.counted = 0
         #: the last closed interval's metrics fields (:meth:`last_row`)
         self.last: dict[str, float] = {}
@@ -139,8 +148,8 @@ class CaptureCheck:
         return rho / total
 
     def close(self) -> float | None:
-        """Ends the interval: counts ρ·R and π·R when it qualifies (ρ / π returned;
-        else None).
+        """Ends the interval: counts its capped ρ / π, weighed by √R, when it qualifies
+        (ρ / π returned; else None).
         The harvest under test stays until the next :meth:`install`."""
         rhos = self.directions()
         rho = self.realized(rhos)
@@ -156,8 +165,9 @@ class CaptureCheck:
         self.seen[:] = 0.0
         if rho is None:
             return None
-        self.kept_sum = self.kept_sum * DECAY + rho * total
-        self.promised_sum = self.promised_sum * DECAY + self.promised * total
+        weight = math.sqrt(total)
+        self.kept_sum = self.kept_sum * DECAY + weight * min(rho / self.promised, RATIO_CAP)
+        self.promised_sum = self.promised_sum * DECAY + weight
         self.counted += 1
         return rho / self.promised
 
@@ -168,8 +178,8 @@ class CaptureCheck:
         return dict(self.last)
 
     def weight(self) -> float:
-        """w_c = Σ ρ·R / Σ π·R aged, in [1/:data:`LIMIT`, 1]; 1 before any
-        interval (module docstring)."""
+        """w_c = Σ √R·min(ρ/π, cap) / Σ √R aged, in [1/:data:`LIMIT`, 1]; 1 before
+        any interval (module docstring)."""
         if self.promised_sum <= 0.0:
             return 1.0
         return float(min(1.0, max(1.0 / LIMIT, self.kept_sum / self.promised_sum)))
@@ -180,8 +190,8 @@ class CaptureCheck:
                     for row in self.masks],
                 "promised": self.promised, "hits": self.hits.tolist(),
                 "results": self.results.tolist(), "seen": self.seen.tolist(),
-                "kept_sum": self.kept_sum, "promised_sum": self.promised_sum,
-                "counted": self.counted}
+                "weighing": "sqrt", "kept_sum": self.kept_sum,
+                "promised_sum": self.promised_sum, "counted": self.counted}
 
     @classmethod
     def restore(cls, m: int, n_windows: tuple[int, ...], data: dict[str, Any]) -> CaptureCheck:
@@ -204,14 +214,19 @@ class CaptureCheck:
             obj.hits = np.asarray(data["hits"], dtype=np.float64).reshape(m, m)
             obj.results = np.asarray(data["results"], dtype=np.float64).reshape(m)
             obj.seen = np.asarray(data["seen"], dtype=np.float64).reshape(m, m)
-            if "kept_sum" in data:
+            if data.get("weighing") == "sqrt":
                 obj.kept_sum = float(data["kept_sum"])
                 obj.promised_sum = float(data["promised_sum"])
-            else:  # the geometric-mean state: its weight, as one interval's worth
-                obj.promised_sum = float(data["weight_sum"])
-                if obj.promised_sum > 0.0:
-                    obj.kept_sum = obj.promised_sum * math.exp(
-                        float(data["log_sum"]) / obj.promised_sum)
+            else:  # an older state (ratio of sums, or log mean): its weight, as one interval
+                if "kept_sum" in data:
+                    mass = float(data["promised_sum"])
+                    ratio = float(data["kept_sum"]) / mass if mass > 0.0 else 1.0
+                else:
+                    mass = float(data["weight_sum"])
+                    ratio = math.exp(float(data["log_sum"]) / mass) if mass > 0.0 else 1.0
+                if mass > 0.0:
+                    obj.promised_sum = math.sqrt(mass)
+                    obj.kept_sum = obj.promised_sum * ratio
             obj.counted = int(data["counted"])
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise OperatorStateError(f"grubjoin capture snapshot: {exc!r}") from exc
