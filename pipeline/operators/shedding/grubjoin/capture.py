@@ -79,8 +79,8 @@ class CaptureCheck:
         self.hits = np.zeros((m, m), dtype=np.float64)  # Σ matches in S_{i,l}
         self.results = np.zeros(m, dtype=np.float64)  # Σ R_i
         self.seen = np.zeros((m, m), dtype=np.float64)  # Σ R_i over probes reaching l
-        self.kept_sum = 0.0  # Σ d^{T−t}·√R_t·min(ρ_t/π_t, RATIO_CAP)
-        self.promised_sum = 0.0  # Σ d^{T−t}·√R_t
+        self.ratio_sum = 0.0  # Σ d^{T−t}·√R_t·min(ρ_t/π_t, RATIO_CAP)
+        self.root_sum = 0.0  # Σ d^{T−t}·√R_t
         self.counted = 0
         #: the last closed interval's metrics fields (:meth:`last_row`)
         self.last: dict[str, float] = {}
@@ -166,8 +166,8 @@ class CaptureCheck:
         if rho is None:
             return None
         weight = math.sqrt(total)
-        self.kept_sum = self.kept_sum * DECAY + weight * min(rho / self.promised, RATIO_CAP)
-        self.promised_sum = self.promised_sum * DECAY + weight
+        self.ratio_sum = self.ratio_sum * DECAY + weight * min(rho / self.promised, RATIO_CAP)
+        self.root_sum = self.root_sum * DECAY + weight
         self.counted += 1
         return rho / self.promised
 
@@ -180,9 +180,9 @@ class CaptureCheck:
     def weight(self) -> float:
         """w_c = Σ √R·min(ρ/π, cap) / Σ √R aged, in [1/:data:`LIMIT`, 1]; 1 before
         any interval (module docstring)."""
-        if self.promised_sum <= 0.0:
+        if self.root_sum <= 0.0:
             return 1.0
-        return float(min(1.0, max(1.0 / LIMIT, self.kept_sum / self.promised_sum)))
+        return float(min(1.0, max(1.0 / LIMIT, self.ratio_sum / self.root_sum)))
 
     def snapshot(self) -> dict[str, Any]:
         return {"masks": None if self.masks is None else [
@@ -190,8 +190,8 @@ class CaptureCheck:
                     for row in self.masks],
                 "promised": self.promised, "hits": self.hits.tolist(),
                 "results": self.results.tolist(), "seen": self.seen.tolist(),
-                "weighing": "sqrt", "kept_sum": self.kept_sum,
-                "promised_sum": self.promised_sum, "counted": self.counted}
+                "ratio_sum": self.ratio_sum, "root_sum": self.root_sum,
+                "counted": self.counted}
 
     @classmethod
     def restore(cls, m: int, n_windows: tuple[int, ...], data: dict[str, Any]) -> CaptureCheck:
@@ -214,9 +214,9 @@ class CaptureCheck:
             obj.hits = np.asarray(data["hits"], dtype=np.float64).reshape(m, m)
             obj.results = np.asarray(data["results"], dtype=np.float64).reshape(m)
             obj.seen = np.asarray(data["seen"], dtype=np.float64).reshape(m, m)
-            if data.get("weighing") == "sqrt":
-                obj.kept_sum = float(data["kept_sum"])
-                obj.promised_sum = float(data["promised_sum"])
+            if "root_sum" in data:
+                obj.ratio_sum = float(data["ratio_sum"])
+                obj.root_sum = float(data["root_sum"])
             else:  # an older state (ratio of sums, or log mean): its weight, as one interval
                 if "kept_sum" in data:
                     mass = float(data["promised_sum"])
@@ -225,8 +225,8 @@ class CaptureCheck:
                     mass = float(data["weight_sum"])
                     ratio = math.exp(float(data["log_sum"]) / mass) if mass > 0.0 else 1.0
                 if mass > 0.0:
-                    obj.promised_sum = math.sqrt(mass)
-                    obj.kept_sum = obj.promised_sum * ratio
+                    obj.root_sum = math.sqrt(mass)
+                    obj.ratio_sum = obj.root_sum * ratio
             obj.counted = int(data["counted"])
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise OperatorStateError(f"grubjoin capture snapshot: {exc!r}") from exc
