@@ -124,7 +124,7 @@ def test_the_weight_is_the_aged_mean_of_capped_ratios_weighed_by_root_results(
     with ρ counted result by result (direction 0 scans window 0 of W_1; the kept results
     lie there, the others in window 99)."""
     check = CaptureCheck(2, (100, 100))
-    kept = weights = 0.0
+    ratios = roots = 0.0
     for results, share, promised in intervals:
         inside = round(share * results)
         wins = [0] * inside + [99] * (results - inside)
@@ -132,10 +132,10 @@ def test_the_weight_is_the_aged_mean_of_capped_ratios_weighed_by_root_results(
         matches = np.bincount(np.asarray(wins, dtype=np.int64), minlength=100)
         check.observe(ProbeFeedback(0, 0, (1,), (matches,), (100,), results, 100, (1,)))
         check.close()
-        kept = kept * DECAY + math.sqrt(results) * min(
+        ratios = ratios * DECAY + math.sqrt(results) * min(
             inside / results / min(1.0, promised), RATIO_CAP)
-        weights = weights * DECAY + math.sqrt(results)
-    want = min(1.0, max(1.0 / LIMIT, kept / weights))
+        roots = roots * DECAY + math.sqrt(results)
+    want = min(1.0, max(1.0 / LIMIT, ratios / roots))
     assert check.weight() == pytest.approx(want, rel=1e-9)
     back = CaptureCheck.restore(2, (100, 100), check.snapshot())
     assert back.weight() == pytest.approx(check.weight(), rel=1e-12)
