@@ -181,6 +181,8 @@ class SheddingConfig:
     #: taildrop / randomdrop-static on the wall budget: the input queue's bound as a
     #: modelled backlog in ms of stream time (None: one adaptation interval Δ)
     queue_ms: int | None = None
+    #: wall queue: stretch service times by the running batch's lag (WallQueue.stretch_at)
+    batch_lag: bool = False
     #: randomdrop-static: stream time (ms) over which rates, selectivities and the cost of
     #: a comparison are measured before the keep probabilities are fixed (None: Δ)
     warmup_ms: int | None = None

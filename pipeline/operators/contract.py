@@ -160,6 +160,10 @@ class WallAccount(Protocol):
         """Wall seconds timed between admission and charge so far (never decreases)."""
         ...
 
+    def begin_batch(self, fresh_ms: float | None, target_ms: float) -> None:
+        """A micro-batch starts whose freshest input was appended at ``fresh_ms`` (epoch
+        ms; None: unknown), against a latency target of ``target_ms``."""
+
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         """A micro-batch spent ``overhead_s`` seconds outside admit→charge and ended
         ``lag_ratio`` × the latency target behind its input (None: unknown)."""

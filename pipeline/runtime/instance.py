@@ -63,7 +63,7 @@ from pipeline.runtime.persistence import (
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
 
-__all__ = ["LAG_TARGET_SHARE", "InstanceConfig", "JoinInstance", "lag_ratio"]
+__all__ = ["LAG_TARGET_SHARE", "InstanceConfig", "JoinInstance", "freshest_ms", "lag_of"]
 
 #: the wall budget's lag target, a share of the trigger interval: a micro-batch should end
 #: before the next one is due, so its freshest input is at most one trigger old when it
@@ -295,9 +295,10 @@ class JoinInstance:
     def process(self, frame: pd.DataFrame) -> list[pd.DataFrame]:
         """One micro-batch of this key's rows → result and metrics frames.
 
-        With a wall budget (ARCHITECTURE §5), the batch's time outside the join and its lag —
-        the age of its freshest input record (Kafka timestamp) once its outputs are
-        built, over ``LAG_TARGET_SHARE × trigger`` — go to
+        With a wall budget (ARCHITECTURE §5), the batch's freshest input record (Kafka
+        timestamp) goes to :meth:`~pipeline.operators.contract.WallAccount.begin_batch`
+        before the join runs, and the batch's time outside the join and its lag — that
+        record's age once the outputs are built, over ``LAG_TARGET_SHARE × trigger`` — to
         :meth:`~pipeline.operators.contract.WallAccount.observe_batch` (ours).
 
         The cyclic garbage collector is paused meanwhile (as in the engine's batch path):
@@ -311,6 +312,10 @@ class JoinInstance:
         budget = self.engine.shedder.wall_budget()
         start = self._wall()
         timed_before = budget.timed_total if budget is not None else 0.0
+        fresh = freshest_ms(frame)
+        target_ms = LAG_TARGET_SHARE * self.config.trigger_ms
+        if budget is not None:
+            budget.begin_batch(fresh, target_ms)
         prof = self.profile
         if prof is not None:
             prof.start()
@@ -325,7 +330,7 @@ class JoinInstance:
         if budget is not None:
             end = self._wall()
             overhead = (end - start) - (budget.timed_total - timed_before)
-            budget.observe_batch(overhead, lag_ratio(frame, end, self.config.trigger_ms))
+            budget.observe_batch(overhead, lag_of(fresh, end, target_ms))
         return out
 
     def flush(self) -> list[pd.DataFrame]:
@@ -433,14 +438,19 @@ class JoinInstance:
         return state_size(self.engine)
 
 
-def lag_ratio(frame: pd.DataFrame, end_s: float, trigger_ms: int) -> float | None:
-    """Age of the batch's freshest input at ``end_s`` (wall seconds, epoch clock) over
-    the lag target (``LAG_TARGET_SHARE × trigger_ms``); None without Kafka timestamps."""
+def freshest_ms(frame: pd.DataFrame) -> float | None:
+    """The batch's freshest input record's Kafka timestamp (epoch ms; liveness ticks
+    aside); None without Kafka timestamps."""
     if "kafka_ms" not in frame.columns:
         return None
     stamps = frame.loc[frame["stream_idx"] != TICK_STREAM, "kafka_ms"].dropna()
-    if stamps.empty:
+    return None if stamps.empty else float(stamps.max())
+
+
+def lag_of(fresh_ms: float | None, end_s: float, target_ms: float) -> float | None:
+    """Age at ``end_s`` (wall seconds, epoch clock) of the input appended at
+    ``fresh_ms`` over the lag target ``target_ms``; None when either is unknown."""
+    if fresh_ms is None or target_ms <= 0:
         return None
-    age_ms = end_s * 1000.0 - float(stamps.max())
-    target_ms = LAG_TARGET_SHARE * trigger_ms
-    return max(0.0, age_ms) / target_ms if target_ms > 0 else None
+    return max(0.0, end_s * 1000.0 - fresh_ms) / target_ms
+

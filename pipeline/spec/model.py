@@ -198,6 +198,9 @@ class SheddingSpec(BaseModel):
     solver: Literal["auto", "greedy", "exact"] = "auto"
     #: taildrop / randomdrop-static on the wall budget: backlog bound (ms of stream time)
     queue_ms: int | None = Field(default=None, gt=0)
+    #: the wall queue's service times stretched by the running batch's own lag too
+    #: (measured not to pay on positions at 2×: docs/NOTES.md, session 27)
+    batch_lag: bool = False
     #: randomdrop-static: measuring span before the keep probabilities are fixed
     warmup_ms: int | None = Field(default=None, gt=0)
     # A virtual budget with shedding needs ``capacity``: checked when the engine config is

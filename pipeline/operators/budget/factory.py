@@ -66,12 +66,15 @@ def make_queue_budget(
     utilization: float,
     clock: Callable[[], float] | None,
     speedup: float,
+    batch_lag: bool = False,
 ) -> Budget:
     """A budget that drops arrivals from a bounded input queue (``taildrop``,
     ``randomdrop-static``): the virtual CPU with ``queue`` tuples, or the wall clock with
-    a backlog bound of ``bound_ms`` of stream time."""
+    a backlog bound of ``bound_ms`` of stream time (``batch_lag``: stretched by the
+    running batch's lag too, :meth:`WallQueue.stretch_at`)."""
     if budget == "wall":
-        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms), _clock(clock))
+        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms, batch_lag),
+                         _clock(clock))
     return make_budget(budget, capacity, queue, utilization, clock, speedup)
 
 

@@ -12,7 +12,8 @@ time, :class:`~pipeline.operators.budget.wall.WallQueue`).
   run's measured seconds (one clock reading covers the run). While a run is being
   admitted its own service times are not measured yet, so each admitted tuple is
   predicted to take ``service_ms`` (the modelled time per tuple of the previous run): a
-  run that would overflow the queue drops its tail, as tuple by tuple. With a clock that
+  run that would overflow the queue drops its tail, as tuple by tuple. The run's service
+  times are stretched as :meth:`WallQueue.stretch_at` says at the charge. With a clock that
   does not move inside a call the decisions and the state equal the per-tuple path's
   exactly (tests/unit/operators/test_drop_batch.py). The virtual CPU's queue depends on
   each previous tuple's cost in cost units, so there the engine admits tuple by tuple
@@ -43,7 +44,7 @@ __all__ = ["queue_admit_run", "queue_budget", "queue_charge_run", "queue_row"]
 def queue_budget(sh: SheddingConfig, env: PluginEnv) -> Budget:
     """The bounded-queue budget of ``sh`` (virtual: ``queue`` tuples; wall: ``queue_ms``)."""
     return make_queue_budget(sh.budget, sh.capacity, sh.queue, float(sh.queue_bound_ms),
-                             sh.utilization, env.clock, env.speedup)
+                             sh.utilization, env.clock, env.speedup, sh.batch_lag)
 
 
 def queue_row(reading: BudgetReading, budget: Budget) -> dict[str, Any]:
@@ -111,7 +112,8 @@ def queue_charge_run(q: WallQueue, costs: NDArray[np.float64], nows: NDArray[np.
     n = costs.shape[0]
     if n == 0:
         return 0.0
-    took = max(0.0, q.clock() - q.started)
+    now_s = q.clock()
+    took = max(0.0, now_s - q.started)
     q.spent += took
     q.timed_total += took
     for c in costs.tolist():
@@ -119,7 +121,7 @@ def queue_charge_run(q: WallQueue, costs: NDArray[np.float64], nows: NDArray[np.
     share = took / n
     q.last_took = share
     cfg = q.queue_config
-    serve = share * 1000.0 * cfg.speedup / cfg.utilization * q.stretch
+    serve = share * 1000.0 * cfg.speedup / cfg.utilization * q.stretch_at(now_s)
     busy, last = q.busy_until, last_before
     for now in nows.tolist():
         last = max(last, float(now))

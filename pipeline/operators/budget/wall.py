@@ -8,7 +8,9 @@
   which counts as spent, and how far behind the input it is (the age of its freshest
   input record over a latency target): above 1 the next reading's β and headroom are
   capped by its inverse, whatever the CPU accounting says — Spark's own per-row work
-  (decode, Arrow, Kafka) is invisible to the clock but shows up there.
+  (decode, Arrow, Kafka) is invisible to the clock but shows up there. The instance
+  also names the batch's freshest input when the batch starts
+  (:meth:`WallBudget.begin_batch`), so the same age is known while the batch runs.
 * :class:`WallQueue` — ours: the wall clock behind a bounded input queue, for the
   shedders that drop arrivals instead of throttling (``taildrop``, ``randomdrop-static``).
   A single server in stream time whose service times are the measured wall seconds of
@@ -16,7 +18,9 @@
   when the modelled backlog ``busy_until − now`` exceeds ``bound_ms``. In a FIFO queue a
   tuple's wait is fixed by the work ahead of it, so this is tail drop with a queue bounded
   in waiting time rather than in tuples. Only clock *differences* enter the state, so a
-  snapshot restores exactly under a new clock.
+  snapshot restores exactly under a new clock. The service times are stretched by how
+  far behind its input the job is: by the last batch's lag ratio, and inside a batch by
+  the batch's own lag so far when that is larger (:meth:`WallQueue.stretch_at`).
 
 The deterministic source, the virtual CPU: :mod:`pipeline.operators.budget.virtual_cpu`;
 the factory that picks a source by ``shedding.budget``:
@@ -60,6 +64,9 @@ class WallBudget:
         self.timed_total = 0.0  # seconds timed between admit and charge, ever
         self.lag_cap: float | None = None  # 1 / lag ratio of the last batch, until read
         self.overhead = 0.0  # seconds of spent reported by observe_batch, this interval
+        #: the running batch's freshest input (Kafka ms, epoch) and lag target (ms)
+        self.batch_fresh_ms: float | None = None
+        self.batch_target_ms = 0.0
 
     def admit(self, now: int) -> bool:
         self.pushed += 1
@@ -92,10 +99,26 @@ class WallBudget:
         for c in costs:
             self.cost += c
 
+    def begin_batch(self, fresh_ms: float | None, target_ms: float) -> None:
+        """Ours: a micro-batch starts whose freshest input was appended at ``fresh_ms``
+        (epoch ms, the clock's epoch; None: unknown) against a lag target of
+        ``target_ms``; :meth:`batch_lag` then reads its age while it runs."""
+        self.batch_fresh_ms = fresh_ms if target_ms > 0 else None
+        self.batch_target_ms = float(target_ms)
+
+    def batch_lag(self, now_s: float) -> float | None:
+        """The running batch's lag ratio at ``now_s`` (clock seconds): its freshest
+        input's age over the lag target; None outside a batch or without timestamps."""
+        fresh = self.batch_fresh_ms
+        if fresh is None:
+            return None
+        return max(0.0, now_s * 1000.0 - fresh) / self.batch_target_ms
+
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         """Ours: a micro-batch's wall time outside admit→charge counts as spent, and
         ``lag_ratio`` (freshest input's age / latency target) > 1 caps the next reading
-        at 1 / lag_ratio (see the module docstring)."""
+        at 1 / lag_ratio (see the module docstring). The batch has ended."""
+        self.batch_fresh_ms = None
         self.spent += max(0.0, overhead_s)
         self.overhead += max(0.0, overhead_s)
         if lag_ratio is not None and lag_ratio > 0:
@@ -122,7 +145,8 @@ class WallBudget:
     def snapshot(self) -> dict[str, Any]:
         return {"spent": self.spent, "pushed": self.pushed, "cost": self.cost,
                 "timed_total": self.timed_total, "lag_cap": self.lag_cap,
-                "overhead": self.overhead}
+                "overhead": self.overhead, "batch_fresh_ms": self.batch_fresh_ms,
+                "batch_target_ms": self.batch_target_ms}
 
     def restored(self, snap: dict[str, Any]) -> WallBudget:
         """A wall budget of the same config and clock with the state of ``snap``."""
@@ -148,6 +172,9 @@ class WallBudget:
             obj.overhead = float(snap.get("overhead", 0.0))
             cap = snap.get("lag_cap")
             obj.lag_cap = None if cap is None else float(cap)
+            fresh = snap.get("batch_fresh_ms")
+            obj.batch_fresh_ms = None if fresh is None else float(fresh)
+            obj.batch_target_ms = float(snap.get("batch_target_ms", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
             raise OperatorStateError(f"wall budget: bad snapshot {snap!r}") from exc
         return obj
@@ -159,6 +186,8 @@ class WallQueueConfig:
     utilization: float = 0.8
     #: largest modelled backlog (ms of stream time) an arrival may join
     bound_ms: float = 5_000.0
+    #: stretch service times by the running batch's own lag too (:meth:`WallQueue.stretch_at`)
+    batch_lag: bool = False
 
     def __post_init__(self) -> None:
         WallBudgetConfig(self.speedup, self.utilization)  # same checks
@@ -174,7 +203,10 @@ class WallQueue(WallBudget, OverflowCount):
     outside admit→charge (:meth:`observe_batch`) is added the same way. A batch that
     ended more than one lag target behind its input (lag ratio r > 1: Spark's own work
     is not on the clock) stretches the next service times by r until the next batch
-    reports."""
+    reports; inside a batch whose own lag so far is larger, by that
+    (:meth:`stretch_at`): a batch that runs long — the first one after start-up, a burst
+    of results — sheds its own tail instead of leaving the next batch behind by more
+    than the staleness bound, whose cut at the source drops whole seconds of input."""
 
     def __init__(self, config: WallQueueConfig, clock: Callable[[], float]) -> None:
         super().__init__(WallBudgetConfig(config.speedup, config.utilization), clock)
@@ -190,10 +222,18 @@ class WallQueue(WallBudget, OverflowCount):
         #: wall seconds of the tuple charged last (read by the static random drop)
         self.last_took = 0.0
 
-    def _serve(self, seconds: float) -> None:
+    def stretch_at(self, now_s: float) -> float:
+        """The service-time stretch at ``now_s`` (clock seconds): the last batch's lag
+        ratio, or the running batch's own (:meth:`WallBudget.batch_lag`) when larger
+        (with ``batch_lag`` on, ``[shedding] batch_lag``)."""
+        lag = self.batch_lag(now_s) if self.queue_config.batch_lag else None
+        return self.stretch if lag is None else max(self.stretch, lag)
+
+    def _serve(self, seconds: float, stretch: float | None = None) -> None:
         cfg = self.queue_config
         self.busy_until = max(self.busy_until, self.last_now) + (
-            seconds * 1000.0 * cfg.speedup / cfg.utilization * self.stretch)
+            seconds * 1000.0 * cfg.speedup / cfg.utilization
+            * (self.stretch if stretch is None else stretch))
 
     def admit(self, now: int) -> bool:
         self.pushed += 1
@@ -209,7 +249,7 @@ class WallQueue(WallBudget, OverflowCount):
         took = self._take(cost)
         self.last_took = took
         self.last_now = max(self.last_now, float(now))
-        self._serve(took)
+        self._serve(took, self.stretch_at(self.started + took))
 
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         super().observe_batch(overhead_s, lag_ratio)
@@ -260,6 +300,7 @@ class WallQueue(WallBudget, OverflowCount):
         obj.spent, obj.pushed, obj.cost = base.spent, base.pushed, base.cost
         obj.timed_total, obj.lag_cap = base.timed_total, base.lag_cap
         obj.overhead = base.overhead
+        obj.batch_fresh_ms, obj.batch_target_ms = base.batch_fresh_ms, base.batch_target_ms
         try:  # a plain wall budget's snapshot restores as an empty queue
             obj.busy_until = float(snap.get("busy_until", 0.0))
             obj.last_now = float(snap.get("last_now", 0.0))

@@ -122,6 +122,67 @@ def test_wall_queue_keeps_up_when_the_work_fits_and_lag_stretches_it() -> None:
     assert 0 < kept < 100
 
 
+def _serve_one(queue: WallQueue, clock: StepClock, t: int, seconds: float) -> float:
+    """busy_until's growth from one tuple admitted at ``t`` that takes ``seconds``."""
+    before = max(queue.busy_until, float(t))
+    assert queue.admit(t)
+    clock.step = seconds
+    queue.charge(1.0, t)
+    clock.step = 0.0
+    return queue.busy_until - before
+
+
+@pytest.mark.parametrize(("prior_lag", "age_s", "batch_lag", "stretch"), [
+    (None, 4.0, True, 1.0),   # the running batch is on time (age 4 s < 8 s): no stretch
+    (None, 24.0, True, 3.0),  # 24 s behind an 8 s target: service times × 3
+    (None, 24.0, False, 1.0),  # [shedding] batch_lag = false: the last batch's lag only
+    (5.0, 24.0, True, 5.0),   # the last batch's lag is the larger: it stays
+    (2.0, 8.0, True, 2.0),
+    (2.0, 24.0, False, 2.0),
+])
+def test_wall_queue_stretches_by_the_running_batchs_own_lag(
+        prior_lag: float | None, age_s: float, batch_lag: bool, stretch: float) -> None:
+    clock = StepClock(start=1_000.0)
+    queue = WallQueue(WallQueueConfig(speedup=1.0, utilization=0.5, bound_ms=1e9,
+                                      batch_lag=batch_lag), clock)
+    if prior_lag is not None:
+        queue.observe_batch(0.0, prior_lag)
+    # the freshest record was appended age_s before the 0.2 s tuple is charged
+    queue.begin_batch((1_000.0 + 0.2 - age_s) * 1000.0, 8_000.0)
+    grown = _serve_one(queue, clock, 0, 0.2)
+    assert grown == pytest.approx(0.2 * 1000.0 / 0.5 * stretch)
+    queue.observe_batch(0.0, None)  # the batch ended: its own lag no longer applies
+    assert queue.batch_lag(clock()) is None
+    clock.now += 100.0
+    assert _serve_one(queue, clock, 10_000, 0.2) == pytest.approx(0.2 * 1000.0 / 0.5)
+
+
+def test_wall_queue_batch_lag_sheds_a_late_batchs_tail_and_restores() -> None:
+    """A batch that runs behind its input drops more of its own tail than one on time,
+    and a snapshot taken mid-batch restores to the same decisions."""
+    def drive(late: bool) -> tuple[int, WallQueue, StepClock]:
+        clock = StepClock(start=500.0)
+        queue = WallQueue(WallQueueConfig(speedup=1.0, utilization=1.0, bound_ms=50.0,
+                                          batch_lag=True), clock)
+        fresh = (500.0 - (30.0 if late else 0.0)) * 1000.0
+        queue.begin_batch(fresh, 8_000.0)
+        kept = 0
+        for t in range(0, 2_000, 10):
+            if queue.admit(t):
+                kept += 1
+                clock.step = 0.008  # 0.8 of the inter-arrival time
+                queue.charge(1.0, t)
+                clock.step = 0.0
+        return kept, queue, clock
+    on_time, _, _ = drive(False)
+    late, queue, clock = drive(True)
+    assert on_time == 200 and late < on_time / 2
+    snap = queue.snapshot()
+    again = WallQueue.from_queue_snapshot(queue.queue_config, clock, snap)
+    assert again.snapshot() == snap
+    assert again.stretch_at(clock.now) == queue.stretch_at(clock.now) > 3.0
+
+
 def test_wall_queue_restores_exactly_under_a_new_clock() -> None:
     def drive(q: WallQueue, clock: StepClock, ts: range) -> list[bool]:
         out = []

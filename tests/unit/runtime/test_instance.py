@@ -242,6 +242,37 @@ def test_wall_budget_lag_guard_cuts_z_when_input_is_stale(age_s: float,
         assert min(z_after) == 1.0  # no CPU time, fresh input: never throttled
 
 
+@pytest.mark.parametrize("mode", ["taildrop", "grubjoin"])
+def test_a_batch_behind_its_input_sheds_its_own_tail(mode: str) -> None:
+    """One micro-batch, the same rows and the same clock: when its freshest record is
+    already 30 lag targets old as it starts, the wall queue stretches its service times
+    by that lag while the batch runs (WallQueue.stretch_at), so it admits fewer of the
+    batch's tuples than when the record is fresh; the budget forgets the batch once it
+    ends."""
+    sp = parse_spec({
+        "join": {"streams": list(SENSOR_STREAMS), "window_ms": 300, "predicate": "band",
+                 "attribute": "value", "epsilon": 0.4},
+        "disorder": {"mode": "fixed", "slack_ms": 400},
+        "shedding": {"mode": mode, "basic_window_ms": 100, "adapt_interval_ms": 500,
+                     "budget": "wall", "queue_ms": 400, "batch_lag": True},
+        "job": {"budget": "wall", "speedup": 1.0, "trigger_ms": 60_000},
+    })
+    rows = sensor_rows(9, n=900)
+
+    def dropped(age_s: float) -> int:
+        wall = FakeWall(start=1_000_000.0, step=0.02)
+        inst = JoinInstance(InstanceConfig.from_spec(sp, SENSOR_ATTRS), 0, wall)
+        f = batch_frame(rows)
+        f["kafka_ms"] = wall.now * 1000.0 - age_s * 1000.0
+        inst.process(f)
+        budget = inst.engine.shedder.wall_budget()
+        assert budget is not None and budget.batch_lag(wall.now) is None
+        return int(inst.engine.stats.dropped)
+
+    fresh, late = dropped(0.0), dropped(1_800.0)
+    assert late > fresh and late > 0
+
+
 @pytest.mark.parametrize("disorder", ["fixed", "quality"])
 def test_phase_profile_accounts_for_every_tick_of_a_batch(disorder: str) -> None:
     """With a profile attached, time lands only in the phases of PHASES (the adaptation

@@ -148,7 +148,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         # instead of the job falling behind its input (ours for the wall clock)
         self.budget = make_queue_budget(sh.budget, sh.capacity, sh.queue,
                                         float(sh.queue_bound_ms), sh.utilization,
-                                        env.clock, env.speedup)
+                                        env.clock, env.speedup, sh.batch_lag)
         #: the batch path's predicted modelled ms per admitted tuple and the queue's last
         #: arrival before the run being joined (:func:`queue_admit_run`)
         self.service_ms = 0.0
@@ -552,6 +552,11 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             "consumed": reading.consumed,
             "rates_in": [round(float(r), 3) for r in rates],
             "cost": round(reading.cost, 3),
+            "headroom": round(min(reading.headroom, 1e6), 6),
+            "budget_available_s": round(reading.available, 6),
+            "budget_spent_s": round(reading.spent, 6),
+            "budget_overhead_s": round(reading.overhead, 6),
+            "lag_cap": None if reading.lag_cap is None else round(reading.lag_cap, 6),
         }
 
     def wall_budget(self) -> WallAccount | None:
