@@ -35,7 +35,7 @@ GAIN_AT_2X = {"sensors-nonaligned": 2.0, "news-cosine": 1.5, "positions-distance
 #: issue 28: grubjoin's recall at 3× over its recall at 1.5× (no cliff)
 CLIFF_SHARE = 0.5
 #: what each run of a repeated point keeps in its row's ``runs``
-RUN_FIELDS = ("output_rate", "recall", "p99_ms", "batch_ms_p50", "results")
+RUN_FIELDS = ("output_rate", "recall", "p99_ms", "batch_ms_p50", "results", "stale")
 #: targets judged at the measured points only; a point not measured misses them
 TARGETS = ("grubjoin>=best_baseline_everywhere", "gain_at_2x", "no_cliff_at_3x",
            "no_zero_output_window", "p99<=3x_trigger", "precision==1")
@@ -109,7 +109,8 @@ def grubjoin_rows(table: Iterable[Mapping[str, Any]]) -> dict[tuple[str, float],
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The row of a point run several times (``--repeats``): the run with the median
     output rate (the lower one of the middle two for an even count), with ``runs`` —
-    every run's :data:`RUN_FIELDS` in run order — so the spread is in the JSON beside
+    every run's :data:`RUN_FIELDS` and its 10 s windows without output
+    (:func:`zero_output_windows`) in run order — so the spread is in the JSON beside
     the row the targets are judged on.
 
     >>> r = median_run([{"output_rate": 5.0, "recall": .5}, {"output_rate": 1.0, "recall": .1},
@@ -120,7 +121,8 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ranked = sorted(range(len(runs)), key=lambda i: float(runs[i]["output_rate"]))
     chosen = dict(runs[ranked[(len(runs) - 1) // 2]])
     chosen.pop("runs", None)
-    chosen["runs"] = [{k: r.get(k) for k in RUN_FIELDS} for r in runs]
+    chosen["runs"] = [{**{k: r.get(k) for k in RUN_FIELDS},
+                       "zero_windows": zero_output_windows(r)} for r in runs]
     chosen["median_of"] = len(runs)
     return chosen
 

@@ -183,6 +183,8 @@ class SheddingConfig:
     queue_ms: int | None = None
     #: wall queue: stretch service times by the running batch's lag (WallQueue.stretch_at)
     batch_lag: bool = False
+    #: GrubJoin's wall queue: serve a batch's time outside the join as backlog
+    queue_overhead: bool = True
     #: randomdrop-static: stream time (ms) over which rates, selectivities and the cost of
     #: a comparison are measured before the keep probabilities are fixed (None: Δ)
     warmup_ms: int | None = None

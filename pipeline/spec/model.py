@@ -201,6 +201,8 @@ class SheddingSpec(BaseModel):
     #: the wall queue's service times stretched by the running batch's own lag too
     #: (measured not to pay on positions at 2×: docs/NOTES.md, session 27)
     batch_lag: bool = False
+    #: GrubJoin's wall queue: a batch's time outside the join fills it as backlog
+    queue_overhead: bool = True
     #: randomdrop-static: measuring span before the keep probabilities are fixed
     warmup_ms: int | None = Field(default=None, gt=0)
     # A virtual budget with shedding needs ``capacity``: checked when the engine config is

@@ -67,14 +67,16 @@ def make_queue_budget(
     clock: Callable[[], float] | None,
     speedup: float,
     batch_lag: bool = False,
+    serve_overhead: bool = True,
 ) -> Budget:
     """A budget that drops arrivals from a bounded input queue (``taildrop``,
     ``randomdrop-static``): the virtual CPU with ``queue`` tuples, or the wall clock with
     a backlog bound of ``bound_ms`` of stream time (``batch_lag``: stretched by the
-    running batch's lag too, :meth:`WallQueue.stretch_at`)."""
+    running batch's lag too, :meth:`WallQueue.stretch_at`; ``serve_overhead``: a batch's
+    time outside the join fills it too)."""
     if budget == "wall":
-        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms, batch_lag),
-                         _clock(clock))
+        return WallQueue(WallQueueConfig(speedup, utilization, bound_ms, batch_lag,
+                                         serve_overhead), _clock(clock))
     return make_budget(budget, capacity, queue, utilization, clock, speedup)
 
 

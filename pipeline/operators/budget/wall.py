@@ -188,6 +188,9 @@ class WallQueueConfig:
     bound_ms: float = 5_000.0
     #: stretch service times by the running batch's own lag too (:meth:`WallQueue.stretch_at`)
     batch_lag: bool = False
+    #: serve a batch's time outside admit→charge (:meth:`WallQueue.observe_batch`) as
+    #: backlog; False: only the join's own service times fill the queue
+    serve_overhead: bool = True
 
     def __post_init__(self) -> None:
         WallBudgetConfig(self.speedup, self.utilization)  # same checks
@@ -253,7 +256,8 @@ class WallQueue(WallBudget, OverflowCount):
 
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         super().observe_batch(overhead_s, lag_ratio)
-        self._serve(max(0.0, overhead_s))
+        if self.queue_config.serve_overhead:
+            self._serve(max(0.0, overhead_s))
         self.stretch = max(1.0, lag_ratio) if lag_ratio is not None else 1.0
 
     def backlog_ms(self) -> float:

@@ -213,6 +213,20 @@ def test_a_repeated_point_is_its_median_run_with_every_run_beside_it() -> None:
     assert median_run([row, runs[1], runs[2]])["runs"][0]["output_rate"] == 4.0
 
 
+def test_each_repeated_run_names_its_windows_without_output() -> None:
+    """Every run beside the median row carries its own zero-output windows, so one
+    the median run does not show is still in the JSON."""
+    def run(rate: float, ours: list[float]) -> dict[str, object]:
+        return {"output_rate": rate, "recall": 0.1, "p99_ms": 1.0, "batch_ms_p50": 2.0,
+                "results": 1, "stale": 7, "method": "grubjoin", "window_s": 10.0,
+                "timeline": {"t_s": [0.0, 10.0, 20.0, 30.0, 40.0],
+                             "ours": ours, "true": [5.0, 5.0, 5.0, 5.0, 1.0]}}
+    row = median_run([run(3.0, [1.0, 0.0, 2.0, 2.0, 0.0]), run(5.0, [1.0, 2.0, 2.0, 2.0, 1.0]),
+                      run(1.0, [0.0, 2.0, 0.0, 2.0, 1.0])])
+    assert [r["zero_windows"] for r in row["runs"]] == [[10.0], [], [20.0]]
+    assert row["runs"][0]["stale"] == 7 and row["output_rate"] == 3.0
+
+
 def test_a_point_whose_baselines_all_miss_the_latency_bound_says_so() -> None:
     rows = [r for r in sweep(ALL_GOOD) if not (r["workload"] == P and r["load"] == 1.5)]
     rows += [row(P, 1.5, "grubjoin", 80.0), row(P, 1.5, "taildrop", 120.0, p99=30_000.0)]

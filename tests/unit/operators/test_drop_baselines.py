@@ -183,6 +183,21 @@ def test_wall_queue_batch_lag_sheds_a_late_batchs_tail_and_restores() -> None:
     assert again.stretch_at(clock.now) == queue.stretch_at(clock.now) > 3.0
 
 
+@pytest.mark.parametrize("serve_overhead", [True, False])
+def test_wall_queue_serves_a_batchs_overhead_only_when_asked(serve_overhead: bool) -> None:
+    """A batch's 2 s outside the join: served as 2 s × 1000 / utilization of backlog,
+    or (``serve_overhead`` off, GrubJoin's ``queue_overhead = false``) left to the
+    throttle, the queue's backlog untouched."""
+    clock = StepClock()
+    queue = WallQueue(WallQueueConfig(speedup=1.0, utilization=0.5, bound_ms=1e9,
+                                      serve_overhead=serve_overhead), clock)
+    _serve_one(queue, clock, 0, 0.1)
+    before = queue.busy_until
+    queue.observe_batch(2.0, None)
+    assert queue.busy_until - before == pytest.approx(4_000.0 if serve_overhead else 0.0)
+    assert queue.measure(10, 1000).overhead == pytest.approx(2.0)  # spent either way
+
+
 def test_wall_queue_restores_exactly_under_a_new_clock() -> None:
     def drive(q: WallQueue, clock: StepClock, ts: range) -> list[bool]:
         out = []

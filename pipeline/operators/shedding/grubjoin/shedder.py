@@ -148,7 +148,8 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         # instead of the job falling behind its input (ours for the wall clock)
         self.budget = make_queue_budget(sh.budget, sh.capacity, sh.queue,
                                         float(sh.queue_bound_ms), sh.utilization,
-                                        env.clock, env.speedup, sh.batch_lag)
+                                        env.clock, env.speedup, sh.batch_lag,
+                                        sh.queue_overhead)
         #: the batch path's predicted modelled ms per admitted tuple and the queue's last
         #: arrival before the run being joined (:func:`queue_admit_run`)
         self.service_ms = 0.0
