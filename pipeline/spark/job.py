@@ -285,7 +285,8 @@ def job_stages(cfg: JobConfig, serde: AvroSerde,
     return JobStages(
         read=ReadConfig(cfg.bootstrap, cfg.input_topics, max_offsets_per_trigger,
                         cfg.client_options, cfg.spec.job.max_staleness_ms,
-                        cfg.spec.job.fetch_max_wait_ms),
+                        cfg.spec.job.fetch_max_wait_ms, cfg.spec.job.thin_after_ms,
+                        cfg.spec.job.thin_slice_ms),
         decode=DecodeStage(dcfg, cfg.plan),
         validate=_output_records(cfg, serde)[2],
         passthrough=(_passthrough_config(cfg, serde, dcfg)

@@ -75,16 +75,26 @@ class ReadConfig:
     max_staleness_ms: int | None = None
     #: ``[job] fetch_max_wait_ms``: the source consumers' ``fetch.max.wait.ms``
     fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS
+    #: ``[job] thin_after_ms`` / ``thin_slice_ms`` (None: no thinning)
+    thin_after_ms: int | None = None
+    thin_slice_ms: int = 2_000
 
 
 def read(spark: SparkSession, cfg: ReadConfig) -> DataFrame:
     """A streaming read of the input topics from the earliest offset, stale records
     dropped (:func:`fresh`)."""
     return fresh(kafka_source(spark, cfg.bootstrap, cfg.topics, cfg.max_offsets_per_trigger,
-                              cfg.client_options, cfg.fetch_max_wait_ms), cfg.max_staleness_ms)
+                              cfg.client_options, cfg.fetch_max_wait_ms), cfg.max_staleness_ms,
+                 cfg.thin_after_ms, cfg.thin_slice_ms)
 
 
-def fresh(raw: DataFrame, max_staleness_ms: int | None) -> DataFrame:
+def _older_than(ms: int) -> Column:
+    return sf.col("timestamp") < (
+        sf.current_timestamp() - sf.expr(f"INTERVAL {int(ms)} MILLISECONDS"))
+
+
+def fresh(raw: DataFrame, max_staleness_ms: int | None, thin_after_ms: int | None = None,
+          thin_slice_ms: int = 2_000) -> DataFrame:
     """Bounded staleness at the source (ours, issue 28): drop the Kafka records whose
     timestamp is more than ``max_staleness_ms`` older than the micro-batch, before they
     are decoded, and count what was read and dropped in the query progress
@@ -97,15 +107,26 @@ def fresh(raw: DataFrame, max_staleness_ms: int | None) -> DataFrame:
     (which still join among themselves, unlike random thinning), and needs no feedback
     loop: the overload itself makes records stale. ``current_timestamp()`` is the batch
     timestamp Spark stores in its offset log, so a replayed batch drops the same
-    records."""
-    if max_staleness_ms is None:
-        stale = sf.lit(False)
+    records.
+
+    With ``thin_after_ms`` (ours, graceful staleness) a record older than that but within
+    the bound is dropped too when its Kafka timestamp falls in an odd slice of
+    ``thin_slice_ms`` (epoch-aligned, so the same slices of every stream): a batch far
+    behind keeps half of its oldest stretch, in slices that still join among themselves,
+    and is shorter, so the next batch starts less far behind. Thinned records count as
+    stale (``stale``) and on their own (``thinned``)."""
+    stale = sf.lit(False) if max_staleness_ms is None else _older_than(max_staleness_ms)
+    if thin_after_ms is None:
+        thinned = sf.lit(False)
     else:
-        stale = sf.col("timestamp") < (
-            sf.current_timestamp() - sf.expr(f"INTERVAL {int(max_staleness_ms)} MILLISECONDS"))
+        odd = sf.pmod(sf.floor(sf.unix_millis(sf.col("timestamp")) / int(thin_slice_ms)),
+                      sf.lit(2)) == 1
+        thinned = ~stale & _older_than(thin_after_ms) & odd
+    dropped = stale | thinned
     counted = raw.observe("source", sf.count(sf.lit(1)).alias("records"),
-                          sf.count(sf.when(stale, 1)).alias("stale"))
-    return counted if max_staleness_ms is None else counted.where(~stale)
+                          sf.count(sf.when(dropped, 1)).alias("stale"),
+                          sf.count(sf.when(thinned, 1)).alias("thinned"))
+    return counted if max_staleness_ms is None else counted.where(~dropped)
 
 
 # ---------------------------------------------------------------------- decode

@@ -277,6 +277,13 @@ class JobSpec(BaseModel):
     #: whose Kafka timestamp is more than this older than the batch (ARCHITECTURE §5);
     #: None = keep everything. Must exceed ``trigger_ms``
     max_staleness_ms: int | None = Field(default=None, gt=0)
+    #: graceful staleness: a record older than this (but within ``max_staleness_ms``) is
+    #: kept only when its Kafka timestamp falls in an even ``thin_slice_ms`` slice, so a
+    #: batch far behind drops half of its oldest records in slices shorter than a window
+    #: instead of all of them (ARCHITECTURE §5); None = off. Must be below
+    #: ``max_staleness_ms``
+    thin_after_ms: int | None = Field(default=None, gt=0)
+    thin_slice_ms: int = Field(default=2_000, gt=0)
     #: time each instance's micro-batch phases; the metrics rows' ``extra`` then carries
     #: ``profile_us_<phase>`` per admitted tuple (ARCHITECTURE §5)
     profile: bool = False
@@ -311,6 +318,15 @@ class JobSpec(BaseModel):
                              f"job.segment_max_ms] = [{self.segment_min_ms}, "
                              f"{self.segment_max_ms}] with adapt_segment, got "
                              f"{self.segment_ms}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_thinning(self) -> JobSpec:
+        thin = self.thin_after_ms
+        if thin is not None and (self.max_staleness_ms is None
+                                 or thin >= self.max_staleness_ms):
+            raise ValueError(f"job.thin_after_ms: must be below job.max_staleness_ms = "
+                             f"{self.max_staleness_ms}, got {thin}")
         return self
 
     @model_validator(mode="after")

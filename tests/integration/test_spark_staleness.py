@@ -18,6 +18,7 @@ from pipeline.spark.stages import fresh
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 BOUND_MS = 60_000
+SLICE_MS = 2_000
 
 
 def _produce(bootstrap: str, topic: str, stamps_ms: list[int]) -> None:
@@ -27,12 +28,13 @@ def _produce(bootstrap: str, topic: str, stamps_ms: list[int]) -> None:
     assert producer.flush(30) == 0
 
 
-def _drain(spark: SparkSession, bootstrap: str, topic: str, bound: int | None
-           ) -> tuple[list[int], dict[str, int]]:
+def _drain(spark: SparkSession, bootstrap: str, topic: str, bound: int | None,
+           thin_after: int | None = None) -> tuple[list[int], dict[str, int]]:
     """(values read, the last progress's ``source`` metrics) of one available-now run."""
     raw = kafka_source(spark, bootstrap, (topic,), None, {})
     name = f"fresh_{uuid.uuid4().hex[:8]}"
-    query = (fresh(raw, bound).selectExpr("CAST(CAST(value AS STRING) AS INT) AS v")
+    query = (fresh(raw, bound, thin_after, SLICE_MS)
+             .selectExpr("CAST(CAST(value AS STRING) AS INT) AS v")
              .writeStream.format("memory").queryName(name).trigger(availableNow=True)
              .start())
     query.awaitTermination(120)
@@ -40,7 +42,8 @@ def _drain(spark: SparkSession, bootstrap: str, topic: str, bound: int | None
     assert progress, "the query read nothing"
     source = progress[-1].observedMetrics["source"]
     got = sorted(r["v"] for r in spark.table(name).collect())
-    return got, {"records": int(source["records"]), "stale": int(source["stale"])}
+    return got, {"records": int(source["records"]), "stale": int(source["stale"]),
+                 "thinned": int(source["thinned"])}
 
 
 def test_stale_records_are_dropped_and_counted(spark: SparkSession,
@@ -56,8 +59,31 @@ def test_stale_records_are_dropped_and_counted(spark: SparkSession,
     fresh_values = [i for i, ts in enumerate(stamps) if ts >= now - BOUND_MS + 30_000]
     got, source = _drain(spark, kafka_bootstrap, topic, BOUND_MS)
     assert got == fresh_values
-    assert source == {"records": len(stamps), "stale": len(stamps) - len(fresh_values)}
+    assert source == {"records": len(stamps), "stale": len(stamps) - len(fresh_values),
+                      "thinned": 0}
 
     everything, counted = _drain(spark, kafka_bootstrap, topic, None)
     assert everything == list(range(len(stamps)))
-    assert counted == {"records": len(stamps), "stale": 0}
+    assert counted == {"records": len(stamps), "stale": 0, "thinned": 0}
+
+
+def test_records_past_the_thinning_age_are_kept_in_even_slices(spark: SparkSession,
+                                                              kafka_bootstrap: str) -> None:
+    """``[job] thin_after_ms``: within the bound but older than 20 s, a record is kept only
+    in an even 2 s slice of Kafka time; younger records all pass, older than the bound
+    none; both drops count as stale, the slice drops as thinned too."""
+    topic = f"thin-{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_bootstrap, [topic], partitions=1)
+    now = int(time.time() * 1000)
+    base = (now - 40_000) // SLICE_MS * SLICE_MS  # a slice boundary 40 s ago
+    middle = [base + k * 700 for k in range(12)]  # 40-32 s old: both parities
+    stamps = [now - 2 * BOUND_MS, *middle, now - 500, now]
+    _produce(kafka_bootstrap, topic, stamps)
+    # the batch runs within 19 s of now: the last two stay younger than 20 s
+    kept = [i for i, ts in enumerate(stamps)
+            if ts >= now - 500 or (ts in middle and (ts // SLICE_MS) % 2 == 0)]
+    got, source = _drain(spark, kafka_bootstrap, topic, BOUND_MS, thin_after=20_000)
+    odd = [ts for ts in middle if (ts // SLICE_MS) % 2 == 1]
+    assert 0 < len(odd) < len(middle)
+    assert got == sorted(kept)
+    assert source == {"records": len(stamps), "stale": 1 + len(odd), "thinned": len(odd)}
