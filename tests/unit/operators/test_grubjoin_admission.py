@@ -81,6 +81,7 @@ def _score(model: HarvestModel, counts: np.ndarray, output: float, weight: float
        z=st.sampled_from([1.0, 0.2, 0.05, 0.02, 0.01, 0.005, 0.002, 0.0005]),
        weight=st.sampled_from([1.0, 1.0, 0.3, 0.05, 3.0]))
 @example(seed=195, small=(2, 3), z=0.0005, weight=1.0)  # only over-budget harvests produce
+@example(seed=6104, small=(3, 2), z=0.0005, weight=0.3)  # the full join at q < 1 wins
 def test_choice_is_near_brute_force_and_never_below_tail_drop(
         seed: int, small: tuple[int, int], z: float, weight: float) -> None:
     """``weight`` scales harvests' outputs (calibration.py); 1 = the model as is."""

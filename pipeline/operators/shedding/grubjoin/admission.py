@@ -296,6 +296,8 @@ def choose(model: HarvestModel, budget: float, heuristic: Heuristic = "bdopdc",
         if joint_cost(model, a, full_counts, 1.0) <= budget:
             cands.append((full_counts, 1.0, a))
             break  # the full join fits: a lower a only loses output
+    else:  # the full join at its best (a, q), probe share below 1 included: tail drop's
+        cands.append((full_counts, 1.0, levels[-1]))  # point, whatever the levels found
     tried: set[bytes] = set()
     best_score = -1.0
     for counts, _, _ in cands:
