@@ -164,6 +164,10 @@ class WallAccount(Protocol):
         """A micro-batch starts whose freshest input was appended at ``fresh_ms`` (epoch
         ms; None: unknown), against a latency target of ``target_ms``."""
 
+    def batch_lag(self, now_s: float) -> float | None:
+        """The running batch's freshest input's age at ``now_s`` over the latency
+        target; None outside a batch or without timestamps."""
+
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         """A micro-batch spent ``overhead_s`` seconds outside admit→charge and ended
         ``lag_ratio`` × the latency target behind its input (None: unknown)."""

@@ -63,7 +63,7 @@ from pipeline.runtime.persistence import (
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec
 
-__all__ = ["LAG_TARGET_SHARE", "InstanceConfig", "JoinInstance", "freshest_ms", "lag_of"]
+__all__ = ["LAG_TARGET_SHARE", "InstanceConfig", "JoinInstance", "freshest_ms"]
 
 #: the wall budget's lag target, a share of the trigger interval: a micro-batch should end
 #: before the next one is due, so its freshest input is at most one trigger old when it
@@ -312,10 +312,8 @@ class JoinInstance:
         budget = self.engine.shedder.wall_budget()
         start = self._wall()
         timed_before = budget.timed_total if budget is not None else 0.0
-        fresh = freshest_ms(frame)
-        target_ms = LAG_TARGET_SHARE * self.config.trigger_ms
         if budget is not None:
-            budget.begin_batch(fresh, target_ms)
+            budget.begin_batch(freshest_ms(frame), LAG_TARGET_SHARE * self.config.trigger_ms)
         prof = self.profile
         if prof is not None:
             prof.start()
@@ -330,7 +328,7 @@ class JoinInstance:
         if budget is not None:
             end = self._wall()
             overhead = (end - start) - (budget.timed_total - timed_before)
-            budget.observe_batch(overhead, lag_of(fresh, end, target_ms))
+            budget.observe_batch(overhead, budget.batch_lag(end))
         return out
 
     def flush(self) -> list[pd.DataFrame]:
@@ -445,12 +443,4 @@ def freshest_ms(frame: pd.DataFrame) -> float | None:
         return None
     stamps = frame.loc[frame["stream_idx"] != TICK_STREAM, "kafka_ms"].dropna()
     return None if stamps.empty else float(stamps.max())
-
-
-def lag_of(fresh_ms: float | None, end_s: float, target_ms: float) -> float | None:
-    """Age at ``end_s`` (wall seconds, epoch clock) of the input appended at
-    ``fresh_ms`` over the lag target ``target_ms``; None when either is unknown."""
-    if fresh_ms is None or target_ms <= 0:
-        return None
-    return max(0.0, end_s * 1000.0 - fresh_ms) / target_ms
 

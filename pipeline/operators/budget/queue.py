@@ -41,10 +41,12 @@ if TYPE_CHECKING:
 __all__ = ["queue_admit_run", "queue_budget", "queue_charge_run", "queue_row"]
 
 
-def queue_budget(sh: SheddingConfig, env: PluginEnv) -> Budget:
-    """The bounded-queue budget of ``sh`` (virtual: ``queue`` tuples; wall: ``queue_ms``)."""
+def queue_budget(sh: SheddingConfig, env: PluginEnv, serve_overhead: bool = True) -> Budget:
+    """The bounded-queue budget of ``sh`` (virtual: ``queue`` tuples; wall: ``queue_ms``;
+    ``serve_overhead``: a batch's time outside the join fills the wall queue too)."""
     return make_queue_budget(sh.budget, sh.capacity, sh.queue, float(sh.queue_bound_ms),
-                             sh.utilization, env.clock, env.speedup, sh.batch_lag)
+                             sh.utilization, env.clock, env.speedup, sh.batch_lag,
+                             serve_overhead)
 
 
 def queue_row(reading: BudgetReading, budget: Budget) -> dict[str, Any]:

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.core.errors import ConfigError
-from pipeline.operators.budget.factory import make_queue_budget, restore_shedder
-from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
+from pipeline.operators.budget.factory import restore_shedder
+from pipeline.operators.budget.queue import queue_admit_run, queue_budget, queue_charge_run
 from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.contract import (
     DropsFromRuns,
@@ -146,10 +146,7 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
         # tuples, or on the wall clock a queue bounded in waiting time (``queue_ms``):
         # when even the cheapest configuration cannot keep up, arrivals are dropped
         # instead of the job falling behind its input (ours for the wall clock)
-        self.budget = make_queue_budget(sh.budget, sh.capacity, sh.queue,
-                                        float(sh.queue_bound_ms), sh.utilization,
-                                        env.clock, env.speedup, sh.batch_lag,
-                                        sh.queue_overhead)
+        self.budget = queue_budget(sh, env, sh.queue_overhead)
         #: the batch path's predicted modelled ms per admitted tuple and the queue's last
         #: arrival before the run being joined (:func:`queue_admit_run`)
         self.service_ms = 0.0
