@@ -185,6 +185,10 @@ class SheddingConfig:
     batch_lag: bool = False
     #: GrubJoin's wall queue: serve a batch's time outside the join as backlog
     queue_overhead: bool = True
+    #: wall budget: µs of wall time charged per emitted result on top of the measured
+    #: time (Spark's encoding and Kafka write of each result row, which happen after the
+    #: processor returns and so off the clock; WallBudget.charge_results, ours)
+    result_us: float = 0.0
     #: randomdrop-static: stream time (ms) over which rates, selectivities and the cost of
     #: a comparison are measured before the keep probabilities are fixed (None: Δ)
     warmup_ms: int | None = None

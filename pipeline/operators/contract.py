@@ -168,6 +168,9 @@ class WallAccount(Protocol):
         """The running batch's freshest input's age at ``now_s`` over the latency
         target; None outside a batch or without timestamps."""
 
+    def charge_results(self, n: int, seconds_each: float) -> None:
+        """``n`` results were found, each costing ``seconds_each`` off the clock."""
+
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         """A micro-batch spent ``overhead_s`` seconds outside admit→charge and ended
         ``lag_ratio`` × the latency target behind its input (None: unknown)."""

@@ -203,6 +203,9 @@ class SheddingSpec(BaseModel):
     batch_lag: bool = False
     #: GrubJoin's wall queue: a batch's time outside the join fills it as backlog
     queue_overhead: bool = True
+    #: wall budget: µs of wall time charged per emitted result, for the work after the
+    #: join that the clock does not see (Spark's encoding and Kafka write of the row)
+    result_us: float = Field(default=0.0, ge=0.0)
     #: randomdrop-static: measuring span before the keep probabilities are fixed
     warmup_ms: int | None = Field(default=None, gt=0)
     # A virtual budget with shedding needs ``capacity``: checked when the engine config is

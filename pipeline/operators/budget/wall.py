@@ -99,6 +99,13 @@ class WallBudget:
         for c in costs:
             self.cost += c
 
+    def charge_results(self, n: int, seconds_each: float) -> None:
+        """Ours: ``n`` results were found, each costing ``seconds_each`` of wall time that
+        the clock does not see (``[shedding] result_us``: Spark encodes and writes a
+        result row after the processor returns it). Counted as the join's spending, so
+        a harvest that finds more results leaves less headroom."""
+        self.spent += max(0, n) * max(0.0, seconds_each)
+
     def begin_batch(self, fresh_ms: float | None, target_ms: float) -> None:
         """Ours: a micro-batch starts whose freshest input was appended at ``fresh_ms``
         (epoch ms, the clock's epoch; None: unknown) against a lag target of
@@ -253,6 +260,14 @@ class WallQueue(WallBudget, OverflowCount):
         self.last_took = took
         self.last_now = max(self.last_now, float(now))
         self._serve(took, self.stretch_at(self.started + took))
+
+    def charge_results(self, n: int, seconds_each: float) -> None:
+        """As :meth:`WallBudget.charge_results`, and the server is busy that much longer
+        (unstretched: this time is not the invisible part the lag ratio stands for), so
+        a burst of results makes the arrivals behind it wait, and drops them past the
+        bound, while it is being paid for — not at the batch's end."""
+        super().charge_results(n, seconds_each)
+        self._serve(max(0, n) * max(0.0, seconds_each), 1.0)
 
     def observe_batch(self, overhead_s: float, lag_ratio: float | None) -> None:
         super().observe_batch(overhead_s, lag_ratio)

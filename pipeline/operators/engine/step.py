@@ -73,6 +73,8 @@ class JoinStep:
         self._plans = not isinstance(shedder, NeverPlans)
         self._observe_output = (shedder.observe_output if isinstance(shedder, ObservesOutput)
                                 else None)
+        #: wall seconds charged per result found (``[shedding] result_us``)
+        self._result_s = config.shedding.result_us / 1e6
         #: phase timer of the run path (ours, issue 28; None = off)
         self.profile: PhaseProfile | None = None
         #: whether released runs are joined at once (else tuple by tuple)
@@ -113,6 +115,7 @@ class JoinStep:
         stats.cost += cost
         stats.results += res.count
         if res.count:
+            self._price_results(res.count)
             self._results.append((res.seqs, res.tss))
             if self._observe_output is not None:
                 self._observe_output(res.count)
@@ -166,6 +169,13 @@ class JoinStep:
         self._count(out, costs)
         if self.profile is not None:
             self.profile.lap("join_stats")
+
+    def _price_results(self, found: int) -> None:
+        """``[shedding] result_us`` per result found, charged to a wall budget."""
+        if self._result_s > 0.0:
+            wall = self.shedder.wall_budget()
+            if wall is not None:
+                wall.charge_results(found, self._result_s)
 
     def _admit(self, rel: Released, nows: I64) -> tuple[Released, I64] | None:
         """The run's admitted tuples and their clocks; None: admit tuple by tuple. The
@@ -222,6 +232,8 @@ class JoinStep:
         stats.cost = float(np.cumsum(np.concatenate(([stats.cost], costs)))[-1])  # in order
         found = int(out.count.sum())
         stats.results += found
+        if found:
+            self._price_results(found)
         if out.seqs.shape[0]:
             self._results.append((out.seqs, out.tss))
         if found and self._observe_output is not None:

@@ -380,3 +380,19 @@ def test_modes_refuse_each_others_snapshots() -> None:
         StaticRandomDropShedder.from_snapshot(config("randomdrop-static"), snap, PluginEnv())
     with pytest.raises(ConfigError, match="queue_ms"):
         WallQueueConfig(bound_ms=0.0)
+
+
+def test_wall_queue_serves_priced_results_unstretched() -> None:
+    """``charge_results``: n × s of the join's spending (not overhead) and n × s × 1000 /
+    utilization of backlog at once — not stretched by the last batch's lag ratio, which
+    stands for the time nobody priced."""
+    clock = StepClock()
+    queue = WallQueue(WallQueueConfig(speedup=1.0, utilization=0.5, bound_ms=1e9), clock)
+    queue.observe_batch(0.0, 3.0)  # service times × 3 from here
+    _serve_one(queue, clock, 0, 0.1)
+    before = queue.busy_until
+    queue.charge_results(400, 25e-6)
+    assert queue.busy_until - before == pytest.approx(400 * 25e-6 * 1000.0 / 0.5)
+    reading = queue.measure(10, 1000)
+    assert reading.spent == pytest.approx(0.1 + 400 * 25e-6)
+    assert reading.overhead == 0.0

@@ -35,9 +35,10 @@ MODES = ("taildrop", "randomdrop", "randomdrop-static")
 WINDOWS = [400, 300, 500]
 
 
-def _engine(mode: str, budget: str, predicate: str, seed: int) -> Engine:
+def _engine(mode: str, budget: str, predicate: str, seed: int,
+            result_us: float = 0.0) -> Engine:
     shedding: dict[str, Any] = {"mode": mode, "budget": budget, "adapt_interval_ms": 300,
-                                "utilization": 0.8, "seed": seed}
+                                "utilization": 0.8, "seed": seed, "result_us": result_us}
     if budget == "virtual":
         shedding["capacity"] = 4_000.0
     if mode != "randomdrop":
@@ -162,3 +163,29 @@ def test_queue_run_equals_admit_and_charge(nows: list[int], busy: float, service
         assert getattr(one, key) == getattr(many, key), key
     assert one.busy_until == pytest.approx(many.busy_until)
     assert one.last_now == many.last_now
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_priced_results_fill_the_wall_budget(mode: str) -> None:
+    """``[shedding] result_us``: with a clock that never moves, the measured time is zero,
+    so the unpriced engine never drops; each result found is charged result_us
+    (WallBudget.charge_results) and the same input is shed."""
+    dump = make_dump(seed=5, m=3, n=400, max_gap=12, max_delay=120)
+    events = to_events(dump, make_spec(3, "band", WINDOWS))
+    free = _engine(mode, "wall", "band", 5)
+    priced = _engine(mode, "wall", "band", 5, result_us=2_000.0)
+    budget = priced.shedder.budget  # type: ignore[attr-defined]
+    charged: list[float] = []
+    pay = budget.charge_results
+
+    def spy(n: int, seconds_each: float) -> None:
+        charged.append(n * seconds_each)
+        pay(n, seconds_each)
+
+    budget.charge_results = spy
+    priced.process_many(events)
+    free.process_many(events)
+    assert priced.stats.results > 0 and budget.timed_total == 0.0
+    assert sum(charged) == pytest.approx(priced.stats.results * 2_000e-6)
+    assert free.stats.dropped == 0
+    assert priced.stats.dropped > 0

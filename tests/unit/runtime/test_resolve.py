@@ -31,7 +31,8 @@ SHEDDING = {"mode": "grubjoin", "basic_window_ms": 100, "adapt_interval_ms": 2_0
             "calibrate_output": False, "full_by_queue": False, "check_capture": False,
             "probe_cost": 0.5,
             "utilization": 0.7, "solver": "greedy",
-            "queue_ms": 900, "batch_lag": True, "queue_overhead": False, "warmup_ms": 4_000}
+            "queue_ms": 900, "batch_lag": True, "queue_overhead": False, "result_us": 12.5,
+            "warmup_ms": 4_000}
 
 
 @pytest.mark.parametrize(("section", "spec_cls", "config_cls"), [
