@@ -32,6 +32,14 @@ STALENESS_MS = 12_000
 #: because results grow as r³·w²·ε²
 WINDOW_MS = 60_000
 EPSILON = 0.005
+#: positions' GrubJoin: µs charged per result found (``[shedding] result_us``) for Spark's
+#: encoding and Kafka write of a result row, off the operator's clock. The JVM spent ~12 µs
+#: more per extra result in GrubJoin's run than in tail drop's (session 27's rows); priced
+#: at 12 GrubJoin made 12,486–14,856 results/s, at 6 21,275–24,837 (unpriced 16,178–21,848
+#: with a window without output in two runs of four): a burst of results then sheds the
+#: arrivals behind it instead of stretching the micro-batch past the staleness bound
+#: (docs/NOTES.md, session 28)
+RESULT_US = 6.0
 #: the wall budget's share of real time for the join (the rest: Spark, decode, output)
 UTILIZATION = 0.6
 #: the steady span skips the window fill and the final idle flush: it starts after the
@@ -91,6 +99,9 @@ class SweepWorkload:
     #: the generator's knobs (``harvest produce --param``) other than its defaults
     params: tuple[tuple[str, str], ...] = ()
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``[shedding]`` keys of one method only: each method runs at its own best setting
+    #: (GrubJoin's ``result_us`` on positions; the baselines measured worse with it)
+    method_shedding: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: stream seconds published per run (None: :data:`DURATION_S`); a 60 s window needs
     #: 1.5 windows of fill before the steady span
     duration_s: float | None = None
@@ -103,7 +114,8 @@ class SweepWorkload:
         """The example spec with this bench's window, budget and trigger, and ``method``."""
         shedding: dict[str, Any] = {"mode": method, "budget": "wall",
                                     "utilization": UTILIZATION,
-                                    **self.overrides.get("shedding", {})}
+                                    **self.overrides.get("shedding", {}),
+                                    **self.method_shedding.get(method, {})}
         if method == "randomdrop-static":
             shedding["warmup_ms"] = STATIC_WARMUP_MS
         job: dict[str, Any] = {"groups": 1, "trigger_ms": TRIGGER_MS, "speedup": SPEEDUP,
@@ -192,7 +204,8 @@ WORKLOADS: tuple[SweepWorkload, ...] = (
     SweepWorkload("positions-distance", "positions", "positions.toml", 10_000, 0.1, 2,
                   disorder="exp:mean=200", sample_rate=150.0,
                   params=(("markers", "2"), ("mark_gap", "24")),
-                  overrides={"shedding": {"basic_window_ms": 1000}}, duration_s=150.0),
+                  overrides={"shedding": {"basic_window_ms": 1000}}, duration_s=150.0,
+                  method_shedding={"grubjoin": {"result_us": RESULT_US}}),
 )
 
 

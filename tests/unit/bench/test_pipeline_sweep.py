@@ -278,3 +278,17 @@ def test_output_that_halves_from_1_5x_to_3x_is_a_collapse() -> None:
     assert targets["no_cliff_at_3x"]  # recall 0.35 ≥ 0.5 × 0.6
     ok, _ = judge_targets(compare_rows(sweep(ALL_GOOD), BOUND), BOUND)
     assert ok["no_output_collapse_at_3x"]
+
+
+def test_only_positions_grubjoin_prices_its_results() -> None:
+    """Each method at its own best setting: GrubJoin on positions charges RESULT_US per
+    result; its baselines and the other workloads' GrubJoin do not."""
+    from bench.pipeline.workload import RESULT_US, workload_named
+    from pipeline.core.settings import Settings
+
+    settings = Settings()
+    pos = workload_named(P)
+    assert pos.spec("grubjoin", settings).shedding.result_us == RESULT_US > 0
+    assert pos.spec("taildrop", settings).shedding.result_us == 0.0
+    assert pos.spec("randomdrop-static", settings).shedding.result_us == 0.0
+    assert workload_named(S).spec("grubjoin", settings).shedding.result_us == 0.0
