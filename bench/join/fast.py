@@ -26,7 +26,7 @@ import numpy as np
 
 from connectors.workloads import generate
 from pipeline.app.capacity import measure_capacity, time_full_join
-from pipeline.app.demo import DemoConfig, _workload
+from pipeline.app.demo import DemoConfig, demo_workload
 from pipeline.core.logging import get_logger
 from pipeline.core.settings import Settings
 from pipeline.operators.config import EngineConfig
@@ -77,7 +77,7 @@ class NoScanShedder(GrubJoinShedder):
 
 def _events(spec: Spec, rate: float, seconds: float) -> list[Event]:
     index = {s: i for i, s in enumerate(spec.join.streams)}
-    recs = generate(_workload(DemoConfig(), rate, seconds))
+    recs = generate(demo_workload(DemoConfig(), rate, seconds))
     return [event_from_dump(r, index) for r in recs]
 
 
@@ -127,7 +127,7 @@ def measure_indexed(settings: Settings, quick: bool) -> dict[str, Any]:
     for index in (False, True):
         spec = demo_spec(settings, index)
         all_rates = sorted(set(rates[index]) | set(shared))
-        samples = {r: generate(_workload(DemoConfig(), r, WARM_S + sample_s))
+        samples = {r: generate(demo_workload(DemoConfig(), r, WARM_S + sample_s))
                    for r in all_rates}
         ids[index] = {r: set() for r in shared}
         log.info("bench join: capacity", index=index, rates=rates[index])

@@ -1,7 +1,8 @@
 """The run of `harvest bench pipeline` (the package docstring says what it measures): the
 broker, each workload's capacity, one Spark session for the sweep's cases, the JSON
-rewritten after every case; ``--only`` points merged into an earlier run's JSON; and
-``--only remeasure``."""
+rewritten after every case, then the join instance's own profile on the demo workload
+(:mod:`bench.pipeline.instance`); ``--only`` points (and ``instance-profile``) merged into
+an earlier run's JSON; and ``--only remeasure``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Any
 from bench.kit.broker import kafka_up
 from bench.kit.output import write_json
 from bench.kit.spark import session_config, spark_session
+from bench.pipeline import instance
+from bench.pipeline.instance import INSTANCE_PROFILE
 from bench.pipeline.measure import RunMeasure
 from bench.pipeline.report import median_run, payload, progress_line, publish
 from bench.pipeline.runs import measure_case, run_case
@@ -120,7 +123,7 @@ def remeasure(results_dir: Path, settings: Settings) -> int:
     workdir = settings.cache_dir / "bench-pipeline"
     rows = [_remeasure_row(row, old, settings, workdir) for row in old["rows"]]
     body = payload(rows, old["capacity"], bool(old["quick"]), float(old["speedup"]),
-                   float(old["duration_s"]))
+                   float(old["duration_s"]), old.get("instance_profile"))
     body["remeasured"] = True
     return publish(body, results_dir)
 
@@ -190,11 +193,19 @@ def run(quick: bool, results_dir: Path, settings: Settings, only: str | None = N
         raise ConfigError(f"--repeats: must be >= 1, got {repeats}")
     if only == REMEASURE:
         return remeasure(results_dir, settings)
-    points = plan(quick, only)
+    parts = [p.strip() for p in (only or "").split(",") if p.strip()]
+    profiled = only is None or INSTANCE_PROFILE in parts
+    points_only = ",".join(p for p in parts if p != INSTANCE_PROFILE)
+    points = plan(quick, points_only or None) if only is None or points_only else []
     old = _earlier(results_dir) if only is not None else None
     rows: list[dict[str, Any]] = list(old["rows"]) if old else []
     caps: dict[str, Any] = dict(old["capacity"]) if old else {}
-    settings = kafka_up(settings)
-    rows = _sweep(points, rows, caps, quick, settings, results_dir, repeats)
-    duration = QUICK_DURATION_S if quick else DURATION_S
-    return publish(payload(rows, caps, quick, SPEEDUP, duration), results_dir)
+    if points:
+        settings = kafka_up(settings)
+        rows = _sweep(points, rows, caps, quick, settings, results_dir, repeats)
+    profile = (instance.measure(settings.demo_spec, 1 if quick else instance.REPEATS)
+               if profiled
+               else (old or {}).get("instance_profile"))
+    duration = (float(old["duration_s"]) if old and not points
+                else QUICK_DURATION_S if quick else DURATION_S)
+    return publish(payload(rows, caps, quick, SPEEDUP, duration, profile), results_dir)

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.kit.output import write_json
 from bench.kit.ratios import add_baseline_ratios
+from bench.pipeline import instance
 from bench.pipeline.plot import full_buckets, plot
 from bench.pipeline.profile import profile_rows
 from bench.pipeline.workload import (
@@ -250,12 +251,17 @@ def judge_targets(table: list[dict[str, Any]], bound_ms: float
 
 
 def payload(rows: list[dict[str, Any]], caps: Mapping[str, Any], quick: bool,
-            speedup: float, duration_s: float) -> dict[str, Any]:
+            speedup: float, duration_s: float,
+            instance_profile: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The body of ``pipeline.json``: the settings, the rows with their ratios, the
-    summary, the profile rows, the targets and the reasons for those missed."""
+    summary, the profile rows, the instance's own profile on the demo workload
+    (:mod:`bench.pipeline.instance`; None: not measured), the targets and the reasons
+    for those missed."""
     bound_ms = LATENCY_BOUND_TRIGGERS * TRIGGER_MS
     table = compare_rows([dict(r) for r in rows], bound_ms)
     targets, why = judge_targets(table, bound_ms)
+    instance.judge(instance_profile, targets, why)
+    extra = {"instance_profile": dict(instance_profile)} if instance_profile else {}
     return {
         "quick": quick, "speedup": speedup, "duration_s": duration_s,
         "trigger_ms": TRIGGER_MS, "utilization": UTILIZATION,
@@ -268,7 +274,7 @@ def payload(rows: list[dict[str, Any]], caps: Mapping[str, Any], quick: bool,
         "latency_bound_ms": bound_ms,
         "note": sweep_note(quick, SWEEP),
         "rows": table, "summary": summary(table),
-        "profile": [p for r in table for p in profile_rows(r)],
+        "profile": [p for r in table for p in profile_rows(r)], **extra,
         "targets_met": targets, "targets_missed_why": why,
     }
 
@@ -277,6 +283,8 @@ def publish(body: dict[str, Any], results_dir: Path) -> int:
     """Write ``pipeline.json`` + PNGs, print the summary; exit code 1 if precision < 1."""
     write_json("pipeline", body, results_dir)
     plot(body["rows"], results_dir, body["capacity"])
+    if body.get("instance_profile"):
+        instance.plot(body["instance_profile"], results_dir)
     for s in body["summary"]:
         print(summary_line(s, float(body["latency_bound_ms"])))
     for key, text in body["targets_missed_why"].items():

@@ -31,7 +31,7 @@ from rich.progress import Progress
 
 from bench.state.workload import DESIGNS, RATE, bench_spec, generate_streams
 from pipeline.core.logging import get_logger
-from pipeline.runtime.frames import OUTPUT_DDL
+from pipeline.runtime.frames import output_ddl
 from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.processor import JoinProcessor, ProcessorConfig, StateLayout
 from pipeline.spark.session import SessionConfig, build_session
@@ -94,7 +94,8 @@ def _run_layout(spark: Any, cfg: InstanceConfig, layout: StateLayout, inputs: Pa
                             idle_flush_ms=24 * 3_600_000)  # no idle flush within the run
     joined = (spark.readStream.schema(INPUT_DDL).option("maxFilesPerTrigger", 1)
               .parquet(str(inputs)).groupBy("route_key")
-              .transformWithStateInPandas(JoinProcessor(pconf), OUTPUT_DDL, "Append",
+              .transformWithStateInPandas(JoinProcessor(pconf),
+                                          output_ddl(len(cfg.engine.streams)), "Append",
                                           "ProcessingTime"))
     query = (joined.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())

@@ -115,7 +115,8 @@ class Steps:
         print(f"           +{self.clock() - self.start:5.0f}s  {text}", flush=True)
 
 
-def _workload(cfg: DemoConfig, rate: float, duration_s: float) -> WorkloadSpec:
+def demo_workload(cfg: DemoConfig, rate: float, duration_s: float) -> WorkloadSpec:
+    """The demo's sensor workload at ``rate`` tuples/s per stream for ``duration_s``."""
     return WorkloadSpec("sensors", streams=3, rates=(rate,), duration_s=duration_s,
                         lags_s=cfg.lags_s, kappas=cfg.kappas,
                         disorder=(parse_model(cfg.disorder),), seed=cfg.seed)
@@ -128,12 +129,12 @@ def calibrate(cfg: DemoConfig, spec: Spec) -> Capacity:
     extrapolating a two-point quadratic: with only 1× and 3×, the quadratic term hangs on
     c(3r) − 3·c(r), and run-to-run noise in c(r) moved r_cap over 590–815/s."""
     warm_s = max(spec.join.windows) / 1000.0
-    samples = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
+    samples = {r: generate(demo_workload(cfg, r, warm_s + cfg.sample_seconds))
                for r in (cfg.sample_rate, 3.0 * cfg.sample_rate, 5.0 * cfg.sample_rate)}
     first = measure_capacity(spec, samples, cfg.sample_seconds, speedup=cfg.speedup,
                              warm_seconds=warm_s, repeats=2, through="instance")
     del samples  # a second fit near the first estimate (capacity.refine_rates)
-    near = {r: generate(_workload(cfg, r, warm_s + cfg.sample_seconds))
+    near = {r: generate(demo_workload(cfg, r, warm_s + cfg.sample_seconds))
             for r in refine_rates(first)}
     return measure_capacity(spec, near, cfg.sample_seconds, speedup=cfg.speedup,
                             warm_seconds=warm_s, repeats=2, through="instance")

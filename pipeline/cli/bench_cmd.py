@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--only", default=None,
         help="comma-separated parts to run, merged into the existing JSON "
              "(grubjoin: optimality,config_time,sweeps,index_effect; disorder: methods,"
-             "paper_strength; pipeline: remeasure, "
+             "paper_strength; pipeline: remeasure, instance-profile, "
              "or points workload[:load[:method]], e.g. news-cosine:2; "
              "peer: drain,startup,overhead,latency,scaling,cluster; chaos: faults,at_capacity; "
              "default: all)",

@@ -26,9 +26,12 @@ ENVELOPE_KEYS = frozenset({"stream", "seq", "event_time", "arrival_time"})
 NEG_INF = -(2**62)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One input tuple: ``stream`` is the index into ``spec.join.streams``."""
+    """One input tuple: ``stream`` is the index into ``spec.join.streams``. Never changed
+    once built; not a frozen dataclass only because a frozen one's ``__init__`` costs
+    ~0.8 µs more per tuple (``object.__setattr__`` per field), on the per-tuple path that
+    window harvesting cannot shed (issue 28)."""
 
     stream: int
     seq: int
@@ -118,29 +121,93 @@ def results_from_arrays(
     >>> r == make_result([Member("s1", 12, 100), Member("s2", 7, 90)])
     True
     """
-    m = len(streams)
-    seq_arr = np.asarray(seqs, dtype=np.int64).reshape(-1, m)
-    ts_arr = np.asarray(tss, dtype=np.int64).reshape(-1, m)
-    n = seq_arr.shape[0]
-    if n == 0:
+    rows = ResultRows.of(streams, [(seqs, tss)])
+    if not len(rows):
         return []
     # the results are plain tuples of strings, ints and shared members: the cyclic
     # collector has nothing to find in them, but would re-scan them many times over
     with gc_paused():
         member_cols: list[list[Member]] = []
         for k, name in enumerate(streams):
-            uniq, code = _factorize(seq_arr[:, k])
-            first = np.empty(uniq.shape[0], np.int64)
-            first[code[::-1]] = np.arange(n - 1, -1, -1)  # each value's first row
+            uniq, first_ts, code = rows.distinct(k)
             seq_list = uniq.tolist()
             members = np.empty(len(seq_list), dtype=object)
             members[:] = list(map(Member, [name] * len(seq_list), seq_list,
-                                  ts_arr[first, k].tolist()))
+                                  first_ts.tolist()))
             member_cols.append(members[code].tolist())
-        ids = result_ids(streams, seq_arr)
-        times = np.maximum.reduce([ts_arr[:, k] for k in range(m)]).tolist()
-        rows = zip(ids, times, zip(*member_cols, strict=True), strict=True)
-        return list(map(tuple.__new__, repeat(JoinResult), rows))
+        ids = rows.ids()
+        times = rows.result_times().tolist()
+        fields = zip(ids, times, zip(*member_cols, strict=True), strict=True)
+        return list(map(tuple.__new__, repeat(JoinResult), fields))
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRows:
+    """Join results as columns: row i's member of stream k is ``(streams[k], seqs[i, k],
+    tss[i, k])``, rows in join order — what the engine finds, before any
+    :class:`JoinResult` object exists. The job's output is built from these columns
+    (:func:`pipeline.runtime.frames.result_frame`); :meth:`results` gives the objects."""
+
+    streams: tuple[str, ...]
+    seqs: NDArray[np.int64]  # (n, m)
+    tss: NDArray[np.int64]  # (n, m)
+
+    @classmethod
+    def of(cls, streams: Sequence[str], parts: Sequence[tuple[ArrayLike, ArrayLike]]
+           ) -> ResultRows:
+        """The rows of ``parts`` ((seqs, tss) blocks, one column per stream) in order."""
+        m = len(streams)
+        if not parts:
+            empty = np.empty((0, m), np.int64)
+            return cls(tuple(streams), empty, empty)
+        seqs = [np.asarray(p[0], np.int64).reshape(-1, m) for p in parts]
+        tss = [np.asarray(p[1], np.int64).reshape(-1, m) for p in parts]
+        if len(parts) == 1:
+            return cls(tuple(streams), seqs[0], tss[0])
+        return cls(tuple(streams), np.concatenate(seqs), np.concatenate(tss))
+
+    def __len__(self) -> int:
+        return int(self.seqs.shape[0])
+
+    def then(self, other: ResultRows) -> ResultRows:
+        """These rows followed by ``other``'s."""
+        if not len(other):
+            return self
+        if not len(self):
+            return other
+        return ResultRows(self.streams, np.concatenate([self.seqs, other.seqs]),
+                          np.concatenate([self.tss, other.tss]))
+
+    def take(self, rows: NDArray[np.bool_] | NDArray[np.int64]) -> ResultRows:
+        """The rows at ``rows`` (positions or a boolean mask), in that order."""
+        return ResultRows(self.streams, self.seqs[rows], self.tss[rows])
+
+    def ids(self) -> list[str]:
+        """Each row's :func:`result_id`."""
+        return result_ids(self.streams, self.seqs)
+
+    def result_times(self) -> NDArray[np.int64]:
+        """Each row's result time: its members' largest event time (Ji et al. §II)."""
+        if not len(self):
+            return np.empty(0, np.int64)
+        return np.asarray(self.tss.max(axis=1), np.int64)
+
+    def distinct(self, k: int) -> tuple[NDArray[np.int64], NDArray[np.int64],
+                                        NDArray[np.int64]]:
+        """Stream ``k``'s distinct members: (ascending seqs, the event time of each — its
+        first row's —, each row's index among them). A tuple is in many results; what a
+        result says about a member is computed once per distinct member."""
+        if not len(self):
+            empty = np.empty(0, np.int64)
+            return empty, empty, empty
+        uniq, code = _factorize(self.seqs[:, k])
+        first = np.empty(uniq.shape[0], np.int64)
+        first[code[::-1]] = np.arange(len(self) - 1, -1, -1)  # each value's first row
+        return uniq, self.tss[first, k], code
+
+    def results(self) -> list[JoinResult]:
+        """The rows as :class:`JoinResult` objects (:func:`results_from_arrays`)."""
+        return results_from_arrays(self.streams, self.seqs, self.tss)
 
 
 def result_ids(streams: Sequence[str], seqs: ArrayLike) -> list[str]:

@@ -4,13 +4,13 @@ Input: a micro-batch's envelope rows (a pandas frame per route key, as Spark's
 ``transformWithStateInPandas`` hands them over) become :class:`Event` objects column by
 column (:func:`events_of`), and their Kafka coordinates and payload bytes go into the
 member store one column slice per stream (:func:`remember`), not one call per row.
-Output: result, metric and dead-letter rows as frames of :data:`OUTPUT_COLUMNS`, the one
-schema (:data:`OUTPUT_DDL`) of the processor's output.
+Output: result, metric and dead-letter rows as frames of :func:`output_columns`, the one
+schema (:func:`output_ddl`) of the processor's output.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.operators.events import Event, JoinResult
+from pipeline.operators.events import Event, ResultRows
 from pipeline.operators.validation.config import Rejected
 from pipeline.runtime.members import UNKNOWN, MemberStore
 
-#: columns of the processor's output (one schema, ``kind`` = result | metric)
-OUTPUT_DDL = (
-    "kind string, instance string, id string, result_time long, members string, "
+#: the columns every output row has (``kind`` = result | metric | deadletter); a job's
+#: output adds four columns per stream: :func:`output_ddl`
+BASE_DDL = (
+    "kind string, instance string, id string, result_time long, "
     "emit_time long, time long, wall_time long, z double, harvest_fractions string, "
     "k_ms long, recall_target double, instant_recall_target double, "
     "estimated_recall double, measured_recall double, rate_in double, rate_out double, "
@@ -32,7 +33,31 @@ OUTPUT_DDL = (
     "payload binary, dl_reason string, dl_topic string, dl_partition int, dl_offset long, "
     "dl_raw binary"
 )
-OUTPUT_COLUMNS = tuple(part.strip().split(" ")[0] for part in OUTPUT_DDL.split(","))
+#: a result's member of stream k: its seq, event time and Kafka coordinates (-1 unknown),
+#: one column each (:func:`member_column`) — numbers, not text: Arrow carries them as
+#: they are and Spark SQL builds the ``members`` array from them (issue 28)
+MEMBER_FIELDS = (("seq", "long"), ("time", "long"), ("partition", "int"),
+                 ("offset", "long"))
+
+
+def member_column(k: int, field: str) -> str:
+    """The output column of ``field`` (of :data:`MEMBER_FIELDS`) of stream ``k``'s member."""
+    return f"member{k}_{field}"
+
+
+def output_ddl(m: int) -> str:
+    """The processor's output schema for an m-way join: :data:`BASE_DDL` + the members."""
+    members = ", ".join(f"{member_column(k, f)} {t}" for k in range(m)
+                        for f, t in MEMBER_FIELDS)
+    return f"{BASE_DDL}, {members}"
+
+
+@functools.cache
+def output_columns(m: int) -> tuple[str, ...]:
+    """The column names of :func:`output_ddl`, in order."""
+    return tuple(part.strip().split(" ")[0] for part in output_ddl(m).split(","))
+
+
 TICK_STREAM = -1  # routing liveness rows: not events, only "the query has input"
 DEADLETTER_KEY = -1  # route key of rejected input rows: passed through as kind=deadletter
 
@@ -166,13 +191,15 @@ def opt_float(value: Any) -> float | None:
 
 
 # ---------------------------------------------------------------------- output
-def output_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Rows (subsets of the output columns) → a frame with every output column."""
+def output_frame(rows: list[dict[str, Any]], m: int) -> pd.DataFrame:
+    """Rows (subsets of the output columns of an m-way join) → a frame with every output
+    column."""
     out = pd.DataFrame(rows)
-    for col in OUTPUT_COLUMNS:
+    columns = output_columns(m)
+    for col in columns:
         if col not in out.columns:
             out[col] = None
-    return out[list(OUTPUT_COLUMNS)]
+    return out[list(columns)]
 
 
 #: most rows of one output frame: Spark reads each frame the processor yields as one Arrow
@@ -257,47 +284,55 @@ def bounded(frames: Sequence[pd.DataFrame], max_rows: int = MAX_OUTPUT_ROWS,
     return out
 
 
-def dead_letter_frame(rows: pd.DataFrame) -> pd.DataFrame:
+def dead_letter_frame(rows: pd.DataFrame, m: int) -> pd.DataFrame:
     """Rejected input rows (routed to :data:`DEADLETTER_KEY`) → ``kind=deadletter`` rows."""
-    out = output_frame([{"kind": "deadletter"}] * len(rows))
+    out = output_frame([{"kind": "deadletter"}] * len(rows), m)
     out["dl_key"] = rows["dl_key"].to_numpy()
     out["dl_value"] = rows["dl_value"].to_numpy()
     return out
 
 
-def result_frame(results: list[JoinResult], instance: str, emit_ms: int,
-                 members: MemberStore | None = None) -> pd.DataFrame:
-    """Join results → output rows (``members`` as JSON with the Kafka coordinates,
-    decoded again in Spark SQL; ``payload``: the members' payload bytes). A result whose
-    payload is incomplete is left out (the caller counts it). Built column by column."""
-    if members is not None and members.payload:
-        payloads = [members.payload_of(r) for r in results]
-        if any(p is None for p in payloads):
-            keep = [i for i, p in enumerate(payloads) if p is not None]
-            results = [results[i] for i in keep]
-            payloads = [payloads[i] for i in keep]
-    else:
-        payloads = [None] * len(results)
-    if not results:
-        return output_frame([]).iloc[0:0]
-    texts = (members.members_texts(results) if members is not None
-             else [json.dumps(r.to_json()["members"]) for r in results])
-    n = len(results)
-    columns: dict[str, Any] = dict.fromkeys(OUTPUT_COLUMNS)
-    columns.update({"kind": ["result"] * n, "instance": [instance] * n,
-                    "id": [r.id for r in results],
-                    "result_time": [r.result_time for r in results], "members": texts,
-                    "emit_time": [emit_ms] * n, "payload": payloads})
-    return pd.DataFrame({c: columns[c] if columns[c] is not None else np.empty(n, object)
-                         for c in OUTPUT_COLUMNS})
+def result_frame(rows: ResultRows, instance: str, emit_ms: int,
+                 members: MemberStore) -> pd.DataFrame:
+    """Join result rows → output rows: each member's seq, event time and Kafka coordinates
+    in its own columns (:func:`member_column`), ``payload`` the members' payload bytes. A
+    result whose payload is incomplete is left out (the caller counts it). Built column by
+    column from the engine's (seq, ts) columns: no :class:`JoinResult` objects, no text
+    per result but its id (issue 28)."""
+    m = len(rows.streams)
+    payloads = members.payloads(rows)
+    if members.payload:
+        kept = np.fromiter((p is not None for p in payloads), bool, len(payloads))
+        if not kept.all():
+            rows = rows.take(kept)
+            payloads = [p for p in payloads if p is not None]
+    n = len(rows)
+    if not n:
+        return output_frame([], m).iloc[0:0]
+    # object columns filled in place and handed over uncopied: pandas' own conversion of
+    # Python lists (and its copy) cost more than building the columns
+    columns: dict[str, Any] = {c: np.empty(n, object) for c in output_columns(m)}
+    columns["kind"][:] = "result"
+    columns["instance"][:] = instance
+    columns["id"][:] = rows.ids()
+    columns["payload"][:] = payloads
+    columns["result_time"] = rows.result_times()
+    columns["emit_time"] = np.full(n, emit_ms, np.int64)
+    for k in range(m):
+        partition, offset = members.coordinates_of(rows, k)
+        columns[member_column(k, "seq")] = rows.seqs[:, k]
+        columns[member_column(k, "time")] = rows.tss[:, k]
+        columns[member_column(k, "partition")] = partition.astype(np.int32)
+        columns[member_column(k, "offset")] = offset
+    return pd.DataFrame(columns, copy=False)
 
 
 def dead_letter_rows(rows: pd.DataFrame, rejected: Sequence[Rejected], instance: str,
-                     topics: Sequence[str]) -> pd.DataFrame | None:
-    """``kind=deadletter`` rows of rejected tuples (encoded as ``dead_letter`` records in
-    Spark SQL): a tuple's ``info`` is its position in ``rows`` or, for one held from an
-    earlier batch, its detached :func:`row_info`; ``topics`` name each stream's input
-    topic. None when nothing was rejected."""
+                     topics: Sequence[str], m: int) -> pd.DataFrame | None:
+    """``kind=deadletter`` rows of rejected tuples of an m-way join (encoded as
+    ``dead_letter`` records in Spark SQL): a tuple's ``info`` is its position in ``rows``
+    or, for one held from an earlier batch, its detached :func:`row_info`; ``topics`` name
+    each stream's input topic. None when nothing was rejected."""
     out = []
     for r in rejected:
         info = row_info(rows, r.info) if isinstance(r.info, int) else r.info
@@ -306,4 +341,4 @@ def dead_letter_rows(rows: pd.DataFrame, rejected: Sequence[Rejected], instance:
                     "dl_topic": topics[r.event.stream] if topics else "",
                     "dl_partition": info["partition"], "dl_offset": info["offset"],
                     "dl_raw": info["raw"]})
-    return output_frame(out) if out else None
+    return output_frame(out, m) if out else None

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from pipeline.core.gcpause import gc_paused
@@ -28,7 +27,7 @@ from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.config import EngineConfig
 from pipeline.operators.contract import PluginEnv, ReadsProfile
 from pipeline.operators.engine.engine import Engine
-from pipeline.operators.events import Event, JoinResult
+from pipeline.operators.events import Event, ResultRows
 from pipeline.operators.validation.config import Admission, Rejected, ValidatorConfig
 from pipeline.operators.validation.holds import engine_holds
 from pipeline.operators.validation.validator import InputValidator
@@ -320,7 +319,7 @@ class JoinInstance:
             dropped = self.engine.stats.dropped
         events, dead = self.admit(frame)
         self._lap("input")  # the member store (remember)
-        results = self.engine.process_many(events)
+        results = self.engine.process_rows(events)
         out = self._output(results) + dead
         if prof is not None:
             prof.batches += 1
@@ -335,36 +334,30 @@ class JoinInstance:
         """Input went idle: release every buffer (Engine.flush) and emit what follows."""
         self.meta["flushes"] = int(self.meta.get("flushes", 0)) + 1
         dead: list[pd.DataFrame] = []
-        results: list[JoinResult] = []
+        results = ResultRows.of(self.config.engine.streams, [])
         if self.validator is not None and self.validator.held:
             adm = self.validator.flush(lambda evs: engine_holds(self.engine, evs))
             events, dead = self._admitted(sorted_rows(pd.DataFrame()), adm)
-            results = self.engine.process_many(events)
-        return self._output(results + self.engine.flush(), final=True) + dead
+            results = self.engine.process_rows(events)
+        return self._output(results.then(self.engine.flush_rows()), final=True) + dead
 
     # ------------------------------------------------------------------ output
-    def _owned(self, results: list[JoinResult]) -> list[JoinResult]:
+    def _owned(self, results: ResultRows) -> ResultRows:
         """Gu et al. §2 guard: keep results whose master member this instance owns."""
         cfg = self.router.config
-        if cfg.mode != "atr" or cfg.groups == 1 or not results:
+        if cfg.mode != "atr" or cfg.groups == 1 or not len(results):
             return results  # one instance owns every segment
         if self.batch_routing is not None:  # adaptive: the owner by the epoch log
-            members = np.asarray([[m.event_time for m in r.members] for r in results],
-                                 dtype=np.int64)
-            owners = self.batch_routing.owners(members) == self.route_key
-            return [r for r, keep in zip(results, owners.tolist(), strict=True) if keep]
-        master = cfg.master
-        ts = np.fromiter((r.members[master].event_time for r in results), np.int64,
-                         len(results))
-        mine = (ts // cfg.segment_ms) % cfg.groups == self.route_key  # Router.owns
-        return [r for r, keep in zip(results, mine.tolist(), strict=True) if keep]
+            return results.take(self.batch_routing.owners(results.tss) == self.route_key)
+        ts = results.tss[:, cfg.master]
+        return results.take((ts // cfg.segment_ms) % cfg.groups == self.route_key)  # Router.owns
 
-    def _output(self, results: list[JoinResult], final: bool = False) -> list[pd.DataFrame]:
+    def _output(self, results: ResultRows, final: bool = False) -> list[pd.DataFrame]:
         frames: list[pd.DataFrame] = []
-        self._lap("results")  # JoinResult objects (the engine's drain)
+        self._lap("results")  # the engine's drain of result rows
         owned = self._owned(results)
         now = int(self._wall_ms())
-        if owned:
+        if len(owned):
             out = result_frame(owned, str(self.route_key), now, self.members)
             if len(out) < len(owned):  # a member's payload was not kept: never expected
                 self.meta["payload_missing"] = int(self.meta.get("payload_missing", 0)) + (
@@ -375,7 +368,7 @@ class JoinInstance:
         self.members.evict(int(self.engine.join.join_time))
         rows = self._metric_rows(now, final)
         if rows:
-            frames.append(output_frame(rows))
+            frames.append(output_frame(rows, len(self.config.engine.streams)))
         self._lap("output")
         return frames
 
@@ -418,7 +411,8 @@ class JoinInstance:
         elif router.config.mode == "atr":
             rejected = [r for r in rejected if router.owns(self.route_key, r.event.ts)]
         self.meta["deadletters"] = int(self.meta.get("deadletters", 0)) + len(rejected)
-        return dead_letter_rows(rows, rejected, str(self.route_key), self.config.topics)
+        return dead_letter_rows(rows, rejected, str(self.route_key), self.config.topics,
+                                len(self.config.engine.streams))
 
     def _wall_ms(self) -> float:
         return self._wall() * 1000.0

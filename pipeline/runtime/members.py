@@ -19,7 +19,6 @@ binary encoding is its fields' encodings one after the other; JSON: a comma).
 from __future__ import annotations
 
 import itertools
-import json
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import OperatorStateError
-from pipeline.operators.events import JoinResult
+from pipeline.operators.events import ResultRows
 from pipeline.spec.inputs import PARTITION_SHIFT
 
 _LOW = (1 << PARTITION_SHIFT) - 1
@@ -98,52 +97,39 @@ class MemberStore:
         got = self.info[stream].get(seq)
         return (got[0], got[1]) if got is not None else (UNKNOWN, UNKNOWN)
 
-    def members_json(self, result: JoinResult) -> list[dict[str, Any]]:
-        """The result's members with their Kafka coordinates (stream order)."""
-        out = []
-        for k, m in enumerate(result.members):
-            partition, offset = self.coordinates(k, m.seq)
-            out.append({"stream": m.stream, "seq": m.seq, "event_time": m.event_time,
-                        "partition": partition, "offset": offset})
-        return out
+    def coordinates_of(self, rows: ResultRows, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`coordinates` of each result row's member of stream ``k``, as two int64
+        columns (partition, offset), looked up once per distinct member."""
+        seqs = rows.seqs[:, k]
+        if self.offset_ids:
+            return np.right_shift(seqs, PARTITION_SHIFT), np.bitwise_and(seqs, _LOW)
+        uniq, _, code = rows.distinct(k)
+        info = self.info[k]
+        missing = (UNKNOWN, UNKNOWN, None)
+        got = [info.get(q, missing) for q in uniq.tolist()]
+        n = len(got)
+        parts = np.fromiter((g[0] for g in got), np.int64, n)
+        offsets = np.fromiter((g[1] for g in got), np.int64, n)
+        return parts[code], offsets[code]
 
-    def members_texts(self, results: Sequence[JoinResult]) -> list[str]:
-        """:meth:`members_json` of each result as JSON text (``json.dumps`` of it, byte
-        for byte), formatted directly: the per-result dicts and the encoder cost ~10 µs a
-        result, as much as the rest of an admitted tuple's unsheddable work (issue 28).
-        Each member's text is formatted once per call and reused by every result that
-        holds it (a tuple of a band or equi join is in many results: issue 29)."""
-        names: dict[str, str] = {}
-        texts: list[dict[int, str]] = [{} for _ in self.info]
-        out = []
-        for r in results:
-            parts = []
-            for k, m in enumerate(r.members):
-                text = texts[k].get(m.seq)
-                if text is None:
-                    name = names.get(m.stream)
-                    if name is None:
-                        name = names[m.stream] = json.dumps(m.stream)
-                    partition, offset = self.coordinates(k, m.seq)
-                    text = texts[k][m.seq] = (
-                        f'{{"stream": {name}, "seq": {m.seq}, "event_time": '
-                        f'{m.event_time}, "partition": {partition}, "offset": {offset}}}')
-                parts.append(text)
-            out.append("[" + ", ".join(parts) + "]")
-        return out
-
-    def payload_of(self, result: JoinResult) -> bytes | None:
-        """The members' payload bytes concatenated (None without payload, or if one is
-        not known — which the eviction bound rules out)."""
-        if not self.payload:
-            return None
-        parts = []
-        for k, m in enumerate(result.members):
-            got = self.info[k].get(m.seq)
-            if got is None or got[2] is None:
-                return None
-            parts.append(got[2])
-        return self.separator.join(parts)
+    def payloads(self, rows: ResultRows) -> list[bytes | None]:
+        """Each result row's members' payload bytes concatenated in stream order, joined
+        by the separator (None without payload, or where one is not known — which the
+        eviction bound rules out), looked up once per distinct member."""
+        n = len(rows)
+        if not self.payload or not n:
+            return [None] * n
+        columns = []
+        for k in range(len(rows.streams)):
+            seqs, _, code = rows.distinct(k)
+            info = self.info[k]
+            got = np.empty(seqs.shape[0], dtype=object)
+            got[:] = [e[2] if (e := info.get(q)) is not None else None
+                      for q in seqs.tolist()]
+            columns.append(got[code].tolist())
+        sep = self.separator
+        return [None if None in row else sep.join(row)
+                for row in zip(*columns, strict=True)]
 
     def snapshot(self) -> dict[str, Any]:
         """Plain, picklable state."""

@@ -354,7 +354,8 @@ class JoinProcessor(StatefulProcessor):
             return
         if int(key[0]) == DEADLETTER_KEY:  # rejected input: no state, no timer
             for f in frames:
-                yield from self._bounded([dead_letter_frame(f)])
+                yield from self._bounded(
+                    [dead_letter_frame(f, len(self.config.instance.engine.streams))])
             return
         route_key = self._instance(key)
         t0 = time.perf_counter()

@@ -27,7 +27,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import IntegerType
 
 from pipeline.diffusion.routing import RouterConfig
-from pipeline.runtime.frames import DEADLETTER_KEY, OUTPUT_DDL
+from pipeline.runtime.frames import DEADLETTER_KEY, output_ddl
 from pipeline.runtime.inputs import InputPlan
 from pipeline.spark.decode import FETCH_MAX_WAIT_MS, DecodeConfig, decode, kafka_source
 from pipeline.spark.exactly_once import BatchWriter, ExactlyOnceConfig, start_exactly_once_sink
@@ -258,7 +258,7 @@ def route(spark: SparkSession, env: DataFrame, cfg: RouteConfig) -> DataFrame:
 
 # ---------------------------------------------------------------------- join
 def joined(rows: DataFrame, cfg: ProcessorConfig) -> DataFrame:
-    """Routed rows → the processor's output rows (:data:`OUTPUT_DDL`), one
+    """Routed rows → the processor's output rows (:func:`output_ddl`), one
     :class:`JoinProcessor` per route key, whose output frames stay within the session's
     Arrow batch settings (:func:`~pipeline.spark.processor.output_limits`)."""
     conf = rows.sparkSession.conf
@@ -266,7 +266,8 @@ def joined(rows: DataFrame, cfg: ProcessorConfig) -> DataFrame:
                                         spark_bytes(conf.get(ARROW_BYTES_KEY) or "0"))
     cfg = replace(cfg, max_output_rows=max_rows, max_output_bytes=max_bytes)
     return rows.groupBy("route_key").transformWithStateInPandas(
-        JoinProcessor(cfg), OUTPUT_DDL, "Append", "ProcessingTime")
+        JoinProcessor(cfg), output_ddl(len(cfg.instance.engine.streams)), "Append",
+        "ProcessingTime")
 
 
 # ---------------------------------------------------------------------- encode

@@ -127,12 +127,17 @@ def test_results_in_the_confluent_format_decode_with_avro_deserializer(
              ("tb", wire_header(b1) + _body(V1, {"ts": 1100, "temp": 1.7}))]
     decoded = sorted(decode_inputs(_raw(spark, cases), plan).collect(),
                      key=lambda r: r["offset"])
-    members = json.dumps([{"stream": s, "seq": i, "event_time": 1000 + 100 * i,
-                           "partition": 0, "offset": 100 + i} for i, s in enumerate("ab")])
+    from pipeline.runtime.frames import member_column
+
+    members = [(i, 1000 + 100 * i, 0, 100 + i) for i in range(2)]  # a, b
+    member_ddl = ", ".join(f"{member_column(k, 'seq')} long, {member_column(k, 'time')} long, "
+                           f"{member_column(k, 'partition')} int, "
+                           f"{member_column(k, 'offset')} long" for k in range(2))
     df = spark.createDataFrame(
-        [("r1", 1100, members, "0", 99, b"".join(bytes(r["payload"]) for r in decoded))],
-        "id string, result_time long, members string, instance string, emit_time long, "
-        "payload binary")
+        [("r1", 1100, "0", 99, b"".join(bytes(r["payload"]) for r in decoded),
+          *[v for m in members for v in m])],
+        "id string, result_time long, instance string, emit_time long, payload binary, "
+        + member_ddl)
     base = json.dumps(json.loads((PROJECT_ROOT / "schemas" / "join_result.avsc").read_text()))
     value = bytes(df.select(result_value(plan, base, wire_header(result_id)).alias("v"))
                   .collect()[0]["v"])

@@ -127,17 +127,19 @@ def test_spark_and_dump_agree_on_every_record(spark: SparkSession) -> None:
 
 def _result_rows(spark: SparkSession, plan: Any, payloads: list[bytes | None]) -> Any:
     """Processor-like result rows: one result over the three members' payload bytes."""
+    from pipeline.runtime.frames import member_column
     from pipeline.spark.results import result_value
 
-    members = json.dumps([{"stream": s, "seq": i, "event_time": 10 + i, "partition": i,
-                           "offset": 40 + i} for i, s in enumerate(("north", "south",
-                                                                     "east"))])
+    members = [(i, 10 + i, i, 40 + i) for i in range(3)]  # north, south, east
+    member_ddl = ", ".join(f"{member_column(k, 'seq')} long, {member_column(k, 'time')} long, "
+                           f"{member_column(k, 'partition')} int, "
+                           f"{member_column(k, 'offset')} long" for k in range(3))
     sep = b"," if plan.output_format == "json" else b""
     payload = sep.join(p for p in payloads if p is not None) if all(payloads) else None
     df = spark.createDataFrame(
-        [("r1", 12, members, "0", 99, payload)],
-        "id string, result_time long, members string, instance string, emit_time long, "
-        "payload binary")
+        [("r1", 12, "0", 99, payload, *[v for m in members for v in m])],
+        "id string, result_time long, instance string, emit_time long, payload binary, "
+        + member_ddl)
     base = json.dumps(json.loads((PROJECT_ROOT / "schemas" / "join_result.avsc").read_text()))
     return df.select(result_value(plan, base).alias("value")).collect()[0]["value"]
 

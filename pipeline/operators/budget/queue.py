@@ -118,8 +118,7 @@ def queue_charge_run(q: WallQueue, costs: NDArray[np.float64], nows: NDArray[np.
     took = max(0.0, now_s - q.started)
     q.spent += took
     q.timed_total += took
-    for c in costs.tolist():
-        q.cost += c
+    q.cost = float(np.cumsum(np.concatenate(([q.cost], costs)))[-1])  # in order, as += each
     share = took / n
     q.last_took = share
     cfg = q.queue_config

@@ -35,7 +35,7 @@ from pipeline.operators.disorder.run_front import Released, kslack_run, sync_run
 from pipeline.operators.disorder.synchronizer import Synchronizer, SynchronizerConfig
 from pipeline.operators.engine.stats import EngineStats
 from pipeline.operators.engine.step import JoinStep
-from pipeline.operators.events import NEG_INF, Event, JoinResult, results_from_arrays
+from pipeline.operators.events import NEG_INF, Event, JoinResult, ResultRows
 from pipeline.operators.join.mjoin import MWayJoin
 from pipeline.operators.memory.join import BoundedJoin, make_join
 from pipeline.operators.registry import shedder_class, slack_policy_class
@@ -106,7 +106,11 @@ class Engine:
         return self._drain_results()
 
     def process_many(self, events: Iterable[Event]) -> list[JoinResult]:
-        """:meth:`process` for each event, results concatenated (built in one go).
+        """:meth:`process` for each event, results concatenated (built in one go)."""
+        return self.process_rows(events).results()
+
+    def process_rows(self, events: Iterable[Event]) -> ResultRows:
+        """:meth:`process_many`'s results as columns, no :class:`JoinResult` built.
 
         Run path (ours): when K changes only at boundaries (:class:`SteadyK`), K-slack and
         the Synchronizer (Ji et al. Alg. 1) handle the events segment by segment with
@@ -115,13 +119,13 @@ class Engine:
         if not self._steady:
             for ev in events:
                 self._process_one(ev)
-            return self._drain_results()
+            return self._drain_rows()
         self._runs = True
         try:
             self._process_segments(events if isinstance(events, Sequence) else list(events))
         finally:
             self._runs = False
-        return self._drain_results()
+        return self._drain_rows()
 
     def _process_one(self, event: Event) -> None:
         self._advance(event.arrival)
@@ -187,15 +191,11 @@ class Engine:
 
     def _drain_results(self) -> list[JoinResult]:
         """The pending result rows as :class:`JoinResult` objects, in join order."""
-        pending = self.step.take_results()
-        if not pending:
-            return []
-        if len(pending) == 1:
-            seqs, tss = pending[0]
-        else:
-            seqs = np.concatenate([p[0] for p in pending])
-            tss = np.concatenate([p[1] for p in pending])
-        return results_from_arrays(self.config.streams, seqs, tss)
+        return self._drain_rows().results()
+
+    def _drain_rows(self) -> ResultRows:
+        """The pending result rows, in join order."""
+        return ResultRows.of(self.config.streams, self.step.take_results())
 
     def preload(self, events: Iterable[Event]) -> None:
         """Insert events straight into the join windows, unprobed (benchmark warm-up).
@@ -236,6 +236,10 @@ class Engine:
 
     def flush(self) -> list[JoinResult]:
         """End of input: release every K-slack and the Synchronizer in ts order."""
+        return self.flush_rows().results()
+
+    def flush_rows(self) -> ResultRows:
+        """:meth:`flush`'s results as columns."""
         self._runs = self._steady
         try:
             for ks in self.kslacks:
@@ -247,7 +251,7 @@ class Engine:
                     self.step.one(ev, delay, self.clock)
         finally:
             self._runs = False
-        return self._drain_results()
+        return self._drain_rows()
 
     def memory_metrics(self) -> dict[str, Any] | None:
         """The memory policy's counters (evictions, tuples per window, budget) plus

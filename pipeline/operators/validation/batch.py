@@ -115,8 +115,7 @@ def judge_batch(time: StreamTime, pending: list[deque[int]], config: ValidatorCo
     while p < n:
         e = min(n, p + RUN)
         f = _fast_run(time, pending, config, (st, arr, ts), special, p, e)
-        for j in range(p, f):
-            out.accepted.append(items[j])
+        out.accepted.extend(items[p:f])
         if repeated:
             for j in range(p, f):
                 ev = items[j][0]

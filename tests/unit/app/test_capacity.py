@@ -157,3 +157,22 @@ def test_refine_rates_sample_around_the_first_estimate() -> None:
     first = Capacity((150.0, 450.0), 15.0, 0.0, (1.0, 2.0), 0, (0.1, 0.3), 1e-4, 1e-7, 1,
                      1.0, 0.6, 2000.0)
     assert refine_rates(first) == (1400.0, 2000.0, 2600.0)
+
+
+def test_instance_profile_times_the_phases_of_every_admitted_tuple() -> None:
+    """The in-process profile (``harvest bench pipeline --only instance-profile``): every
+    tuple past the warm-up is admitted and counted, each phase's seconds come from the
+    injected timer, and the phases sum to the time the timer saw."""
+    from pipeline.app.instance_profile import profile_instance
+
+    spec = make_spec(3, "band", [300, 300, 300], disorder={"mode": "fixed", "slack_ms": 0},
+                     job={"trigger_ms": 200})
+    dump = make_dump(5, 3, 80, max_gap=10, max_delay=40)
+    ticks = iter(range(10**6))
+    prof = profile_instance(spec, dump, 0.0, timer=lambda: float(next(ticks)))
+    assert prof.tuples == len(dump) and prof.batches > 1
+    seconds = prof.seconds
+    assert {"input", "validation", "results", "state", "output"} <= set(seconds)
+    assert all(s >= 0 for s in seconds.values()) and sum(seconds.values()) > 0
+    rows = {r["phase"]: r for r in prof.rows()}
+    assert rows["input"]["us_per_tuple"] == round(seconds["input"] * 1e6 / len(dump), 3)

@@ -292,3 +292,39 @@ def test_only_positions_grubjoin_prices_its_results() -> None:
     assert pos.spec("taildrop", settings).shedding.result_us == 0.0
     assert pos.spec("randomdrop-static", settings).shedding.result_us == 0.0
     assert workload_named(S).spec("grubjoin", settings).shedding.result_us == 0.0
+
+
+def _instance_part(us: dict[str, float]) -> dict[str, Any]:
+    from bench.pipeline.instance import unsheddable_us
+
+    rows = [{"phase": p, "us_per_tuple": v, "share": 0.0, "sheddable": p == "probing"}
+            for p, v in us.items()]
+    return {"rows": rows, "unsheddable_us": unsheddable_us(rows), "target_us": 10.0}
+
+
+def test_unsheddable_work_is_every_phase_but_probing() -> None:
+    from bench.pipeline.instance import unsheddable_us
+
+    rows = [{"phase": "input", "us_per_tuple": 1.5}, {"phase": "probing", "us_per_tuple": 90.0},
+            {"phase": "results", "us_per_tuple": 2.25}]
+    assert unsheddable_us(rows) == 3.75
+
+
+def test_instance_profile_target_in_the_payload() -> None:
+    """The instance part is judged when measured (met at ≤ 10 µs; missed naming the largest
+    phases), kept in the JSON, and not judged at all when there is none."""
+    from bench.pipeline.instance import TARGET
+    from bench.pipeline.report import payload
+
+    rows = sweep(ALL_GOOD)
+    fine = payload(rows, {}, False, 1.0, 150.0, _instance_part({"input": 4.0, "results": 5.9,
+                                                                  "probing": 100.0}))
+    assert fine["targets_met"][TARGET] and TARGET not in fine["targets_missed_why"]
+    assert fine["instance_profile"]["unsheddable_us"] == 9.9
+    over = payload(rows, {}, False, 1.0, 150.0, _instance_part({"input": 4.0, "results": 6.5,
+                                                                  "probing": 100.0}))
+    assert not over["targets_met"][TARGET]
+    assert over["targets_missed_why"][TARGET].startswith("10.50 µs per admitted tuple > 10")
+    assert "results 6.50, input 4.00" in over["targets_missed_why"][TARGET]
+    none = payload(rows, {}, False, 1.0, 150.0)
+    assert TARGET not in none["targets_met"] and "instance_profile" not in none

@@ -12,7 +12,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.operators.events import Event
+from pipeline.operators.events import Event, ResultRows
 from pipeline.runtime.frames import events_of, opt_int, remember, sorted_rows
 from pipeline.runtime.members import MemberStore
 
@@ -97,21 +97,31 @@ def _same_changes(a: MemberStore, b: MemberStore) -> bool:
 
 
 def _result_frame_by_row(results: list[Any], store: MemberStore) -> pd.DataFrame:
-    """The row-by-row result frame the column-wise one replaced (json.dumps per result)."""
-    import json
-
-    from pipeline.runtime.frames import output_frame
+    """The result frame built row by row from each result's members (the reference)."""
+    from pipeline.runtime.frames import member_column, output_frame
 
     rows = []
     for r in results:
-        payload = store.payload_of(r)
-        if store.payload and payload is None:
+        got = [store.info[k].get(m.seq) for k, m in enumerate(r.members)]
+        if store.payload and any(g is None or g[2] is None for g in got):
             continue
-        rows.append({"kind": "result", "instance": "7", "id": r.id,
-                     "result_time": r.result_time,
-                     "members": json.dumps(store.members_json(r)),
-                     "emit_time": 5, "payload": payload})
-    return output_frame(rows) if rows else output_frame([]).iloc[0:0]
+        row = {"kind": "result", "instance": "7", "id": r.id, "result_time": r.result_time,
+               "emit_time": 5,
+               "payload": b"".join(g[2] for g in got) if store.payload else None}
+        for k, m in enumerate(r.members):
+            partition, offset = store.coordinates(k, m.seq)
+            row.update({member_column(k, "seq"): m.seq, member_column(k, "time"): m.event_time,
+                        member_column(k, "partition"): partition,
+                        member_column(k, "offset"): offset})
+        rows.append(row)
+    if not rows:
+        return output_frame([], len(STREAMS)).iloc[0:0]
+    frame = output_frame(rows, len(STREAMS))
+    for k in range(len(STREAMS)):
+        for f, dtype in (("seq", np.int64), ("time", np.int64), ("partition", np.int32),
+                         ("offset", np.int64)):
+            frame[member_column(k, f)] = frame[member_column(k, f)].astype(dtype)
+    return frame
 
 
 @settings(max_examples=60, deadline=None)
@@ -125,6 +135,8 @@ def test_result_frame_equals_row_by_row(rows: list[tuple[int, ...]], offset_ids:
     from pipeline.operators.events import results_from_arrays
     from pipeline.runtime.frames import result_frame
 
+    first: list[dict[int, int]] = [{} for _ in STREAMS]  # a tuple has one event time
+    rows = [(*r[:3], *[first[k].setdefault(r[k], r[3 + k]) for k in range(3)]) for r in rows]
     results = results_from_arrays(list(STREAMS), [r[:3] for r in rows],
                                   [r[3:] for r in rows]) if rows else []
     store = MemberStore(STREAMS, (10**12,) * 3, offset_ids=offset_ids, payload=payload)
@@ -132,7 +144,8 @@ def test_result_frame_equals_row_by_row(rows: list[tuple[int, ...]], offset_ids:
         for k, m in enumerate(r.members):
             if i % 4 != forget or k != 1:  # some members never stored
                 store.add(k, m.seq, m.event_time, i % 3, i, f"p{i}".encode())
-    got = result_frame(results, "7", 5, store)
+    got = result_frame(ResultRows.of(STREAMS, [([r[:3] for r in rows], [r[3:] for r in rows])]),
+                       "7", 5, store)
     pd.testing.assert_frame_equal(got.reset_index(drop=True),
                                   _result_frame_by_row(results, store).reset_index(drop=True))
 
@@ -221,6 +234,8 @@ def test_result_frames_are_cut_by_bytes_when_payloads_are_large() -> None:
     for i, r in enumerate(results):
         for k, m in enumerate(r.members):
             store.add(k, m.seq, m.event_time, 0, i, bytes(350_000))
-    out = bounded([result_frame(results, "0", 1, store)], 10_000, 3_000_000)
+    out = bounded([result_frame(ResultRows.of(STREAMS, [([(i, i, i) for i in range(10)],
+                                                          [(5, 5, 5)] * 10)]), "0", 1, store)],
+                  10_000, 3_000_000)
     assert [len(f) for f in out] == [2] * 5
     assert all(1_050_000 * 2 <= row_bytes(f).sum() <= 3_000_000 for f in out)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.diffusion.routing import Router, RouterConfig
-from pipeline.runtime.frames import OUTPUT_COLUMNS, TICK_STREAM, dead_letter_frame
+from pipeline.runtime.frames import TICK_STREAM, dead_letter_frame, output_columns
 from pipeline.runtime.instance import LAG_TARGET_SHARE, InstanceConfig, JoinInstance
 from pipeline.runtime.resolve import resolve_engine
 from pipeline.spec.model import Spec, parse_spec
@@ -93,7 +93,7 @@ def test_output_frames_have_the_declared_columns() -> None:
     kinds = {k for f in out for k in f["kind"]}
     assert kinds == {"result", "metric"}
     for f in out:
-        assert tuple(f.columns) == OUTPUT_COLUMNS
+        assert tuple(f.columns) == output_columns(3)
     metrics = pd.concat([f for f in out if (f["kind"] == "metric").all()])
     assert (metrics["instance"] == "0").all()
     assert metrics["k_ms"].notna().all() and (metrics["recall_target"] == 0.99).all()
@@ -102,8 +102,8 @@ def test_output_frames_have_the_declared_columns() -> None:
 
 def test_dead_letter_frame_passes_bytes_through() -> None:
     rows = pd.DataFrame({"dl_key": [b"k1", None], "dl_value": [b"\x00\x01", b"\xff"]})
-    out = dead_letter_frame(rows)
-    assert tuple(out.columns) == OUTPUT_COLUMNS
+    out = dead_letter_frame(rows, 3)
+    assert tuple(out.columns) == output_columns(3)
     assert out["kind"].tolist() == ["deadletter", "deadletter"]
     assert out["dl_value"].tolist() == [b"\x00\x01", b"\xff"]
     assert out["dl_key"].tolist() == [b"k1", None]
