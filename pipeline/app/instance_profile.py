@@ -1,6 +1,6 @@
 """Where the join instance's time goes per admitted tuple, phase by phase (issue 28).
 
-Feeds a workload sample through the job's :class:`~pipeline.spark.instance.JoinInstance`
+Feeds a workload sample through the job's :class:`~pipeline.runtime.instance.JoinInstance`
 one trigger interval per micro-batch (as :mod:`pipeline.app.capacity` times it), with
 the spec's shedding on and a :class:`~pipeline.core.profile.PhaseProfile` attached, each
 batch followed by its state save. The windows are first filled with ``warm_seconds`` of

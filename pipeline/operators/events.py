@@ -171,12 +171,7 @@ class ResultRows:
 
     def then(self, other: ResultRows) -> ResultRows:
         """These rows followed by ``other``'s."""
-        if not len(other):
-            return self
-        if not len(self):
-            return other
-        return ResultRows(self.streams, np.concatenate([self.seqs, other.seqs]),
-                          np.concatenate([self.tss, other.tss]))
+        return ResultRows.of(self.streams, [(r.seqs, r.tss) for r in (self, other) if len(r)])
 
     def take(self, rows: NDArray[np.bool_] | NDArray[np.int64]) -> ResultRows:
         """The rows at ``rows`` (positions or a boolean mask), in that order."""

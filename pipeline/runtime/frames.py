@@ -300,8 +300,9 @@ def result_frame(rows: ResultRows, instance: str, emit_ms: int,
     column from the engine's (seq, ts) columns: no :class:`JoinResult` objects, no text
     per result but its id (issue 28)."""
     m = len(rows.streams)
-    payloads = members.payloads(rows)
+    payloads: list[bytes | None] = []
     if members.payload:
+        payloads = members.payloads(rows)
         kept = np.fromiter((p is not None for p in payloads), bool, len(payloads))
         if not kept.all():
             rows = rows.take(kept)
@@ -315,7 +316,8 @@ def result_frame(rows: ResultRows, instance: str, emit_ms: int,
     columns["kind"][:] = "result"
     columns["instance"][:] = instance
     columns["id"][:] = rows.ids()
-    columns["payload"][:] = payloads
+    if members.payload:  # else the column stays None
+        columns["payload"][:] = payloads
     columns["result_time"] = rows.result_times()
     columns["emit_time"] = np.full(n, emit_ms, np.int64)
     for k in range(m):
