@@ -5,8 +5,8 @@ seconds per phase beside Spark's own durations (shared by `harvest bench pipelin
 Python side: the join instances' phase profile (:mod:`pipeline.core.profile`), which
 each metrics record carries in ``extra`` as ``profile_us_<phase>`` (µs per admitted
 tuple since the profile was attached) and ``profile_tuples``; the last record of each
-instance covers its run. JVM side: Spark's ``durationMs`` of the micro-batches that read
-input, summed. ``addBatch`` holds the whole execution — Kafka read, Avro decode, routing,
+stretch of one live profile covers that stretch, and the stretches add up to the run.
+JVM side: Spark's ``durationMs`` of the micro-batches that read input, summed. ``addBatch`` holds the whole execution — Kafka read, Avro decode, routing,
 shuffle, Arrow to and from the Python worker, the join, the Kafka sink — so the JVM's own
 part of it is ``addBatch`` less the Python side's profiled time (phase
 ``jvm_execution``); the other durations (``latestOffset``, ``queryPlanning``,
@@ -26,23 +26,36 @@ NOT_PHASES = ("unsheddable",)
 JVM_SKIPPED = ("triggerExecution",)
 
 
-def python_profile(metrics: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """``{"tuples": n, "seconds": {phase: s}}`` summed over the instances; of each, the
-    metrics record with the most tuples profiled (the profile is cumulative while the
-    instance stays live; a final flush after an idle spell may come from a fresh one
-    with none); None if no record carries a profile."""
+def _stretch_ends(metrics: Iterable[Mapping[str, Any]]) -> list[Mapping[str, float]]:
+    """Of each instance's records in order, the last of every stretch of one live profile:
+    a profile is cumulative while its instance stays live in a Python worker, and starts
+    again at 0 when a worker loads the instance from the state store (another worker took
+    the key, a restart, an idle flush), so a record with fewer tuples than the one before
+    begins a new stretch."""
+    ends: list[Mapping[str, float]] = []
     last: dict[str, Mapping[str, float]] = {}
     for rec in metrics:
         extra = rec.get("extra") or {}
+        if "profile_tuples" not in extra:
+            continue
         key = str(rec.get("instance", ""))
-        if "profile_tuples" in extra and float(extra["profile_tuples"]) >= float(
-                last.get(key, {}).get("profile_tuples", -1.0)):
-            last[key] = extra
-    if not last:
+        prev = last.get(key)
+        if prev is not None and float(extra["profile_tuples"]) < float(prev["profile_tuples"]):
+            ends.append(prev)
+        last[key] = extra
+    return ends + list(last.values())
+
+
+def python_profile(metrics: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """``{"tuples": n, "seconds": {phase: s}}`` summed over the instances and over every
+    stretch of each (:func:`_stretch_ends`), so the whole run is counted; None if no
+    record carries a profile."""
+    ends = _stretch_ends(metrics)
+    if not ends:
         return None
     seconds: dict[str, float] = {}
     tuples = 0
-    for extra in last.values():
+    for extra in ends:
         n = int(extra["profile_tuples"])
         tuples += n
         for key, us in extra.items():

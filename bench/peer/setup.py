@@ -91,10 +91,10 @@ def _workloads(seconds_of: dict[str, float], suffix: str) -> dict[str, Workload]
                          gap_min_s=1e9, gap_max_s=1e9)
     for name, source, rate, join, routing in (
         ("equi", "equi", 1_000.0,
-         {"window_ms": 1_000, "predicate": "equi", "attribute": "a1"}, "hash"),
+         {"window_ms": 1_000, "predicate": "equi", "attribute": "a1", "index": True}, "hash"),
         ("band", "sensors", 100.0,
-         {"window_ms": 10_000, "predicate": "band", "attribute": "value", "epsilon": 0.1},
-         "atr"),
+         {"window_ms": 10_000, "predicate": "band", "attribute": "value", "epsilon": 0.1,
+          "index": True}, "atr"),
     ):
         if name not in seconds_of:
             continue

@@ -72,6 +72,7 @@ from pipeline.runtime.frames import (
 from pipeline.runtime.instance import InstanceConfig, JoinInstance
 from pipeline.runtime.persistence import PieceKey
 from pipeline.spark.route_log import BATCH_ID_PROPERTY, RouteStore, running_batch
+from pipeline.spark.worker_input import install as install_columnar_input
 
 log = get_logger(__name__)
 
@@ -185,6 +186,10 @@ class SaveStats:
     header_bytes: int = 0
     cpu_seconds: float = 0.0
 
+
+#: the Python worker reads its input by columns (:mod:`pipeline.spark.worker_input`); in a
+#: worker this module is imported as the processor is unpickled, before the first batch
+install_columnar_input()
 
 VERSION_SCHEMA = StructType([StructField("version", LongType(), False)])
 #: the Python worker's live instances: (run token, route key) → (state version, instance).

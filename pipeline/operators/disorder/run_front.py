@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pipeline.operators.disorder.kslack import KSlack, Tagged
+from pipeline.operators.disorder.kslack import BufferColumns, KSlack, Tagged
 from pipeline.operators.disorder.synchronizer import Synchronizer
 from pipeline.operators.events import NEG_INF, Event
 
@@ -84,49 +84,47 @@ def kslack_run(kslacks: Sequence[KSlack], events: Sequence[Event], streams: I64,
     delays = np.zeros(n, np.int64)
     rel_at: list[I64] = []
     rel_cnt: list[I64] = []
-    rel_go: list[I64] = []
-    offset = 0
     parts: list[Released] = []
     for s, ks in enumerate(kslacks):
         idx = np.flatnonzero(streams == s)
-        old = ks._heap
         if idx.shape[0] == 0:
             continue
+        held = ks.columns()
         mine = ts[idx]
         local = np.maximum.accumulate(np.maximum(mine, ks.local_time))
         d = local - mine
         delays[idx] = d
-        counter = ks._counter + np.arange(idx.shape[0], dtype=np.int64)
-        items: list[Tagged] = [(h[2], h[3]) for h in old]
-        items += [(events[i], dd) for i, dd in zip(idx.tolist(), d.tolist(), strict=True)]
-        pool = Released(items, np.full(len(items), s, np.int64),
-                        np.concatenate([np.array([h[0] for h in old], np.int64), mine]),
-                        np.concatenate([np.array([h[2].seq for h in old], np.int64),
-                                        seqs[idx]]),
-                        np.concatenate([np.array([h[3] for h in old], np.int64), d]))
-        all_cnt = np.concatenate([np.array([h[1] for h in old], np.int64), counter])
-        own = np.concatenate([np.zeros(len(old), np.int64), np.arange(idx.shape[0])])
-        at = np.maximum(local.searchsorted(pool.ts + k, "left"), own)
+        new_events = np.empty(idx.shape[0], object)
+        new_events[:] = [events[i] for i in idx.tolist()]
+        pool_events = np.concatenate([held.events, new_events])
+        pool_ts = np.concatenate([held.ts, mine])
+        pool_seq = np.concatenate([held.seq, seqs[idx]])
+        pool_delay = np.concatenate([held.delay, d])
+        all_cnt = np.concatenate([held.counter,
+                                  ks._counter + np.arange(idx.shape[0], dtype=np.int64)])
+        own = np.concatenate([np.zeros(held.ts.shape[0], np.int64), np.arange(idx.shape[0])])
+        at = np.maximum(local.searchsorted(pool_ts + k, "left"), own)
         done = at < idx.shape[0]
         keep = np.flatnonzero(~done)
-        kept = sorted(zip(pool.ts[keep].tolist(), all_cnt[keep].tolist(), keep.tolist(),
-                          strict=True))
-        ks._heap = [(t, c, items[j][0], items[j][1]) for t, c, j in kept]
+        keep = keep[np.lexsort((all_cnt[keep], pool_ts[keep]))]
+        ks.set_columns(BufferColumns(pool_ts[keep], all_cnt[keep], pool_seq[keep],
+                                     pool_delay[keep], pool_events[keep]))
         ks.local_time = int(local[-1])
         ks._counter += int(idx.shape[0])
         go = np.flatnonzero(done)
         rel_at.append(idx[at[go]])
         rel_cnt.append(all_cnt[go])
-        rel_go.append(go + offset)
-        offset += len(items)
-        parts.append(pool)
+        go_delay = pool_delay[go]
+        parts.append(Released(list(zip(pool_events[go].tolist(), go_delay.tolist(),
+                                       strict=True)),
+                              np.full(go.shape[0], s, np.int64), pool_ts[go], pool_seq[go],
+                              go_delay))
     if not rel_at:
         return delays, Released.of([]), np.zeros(0, np.int64)
     at_all = np.concatenate(rel_at)
     flat = _cat(parts)
-    go_all = np.concatenate(rel_go)
-    order = np.lexsort((np.concatenate(rel_cnt), flat.ts[go_all], at_all))
-    return delays, flat.take(go_all[order]), at_all[order]
+    order = np.lexsort((np.concatenate(rel_cnt), flat.ts, at_all))
+    return delays, flat.take(order), at_all[order]
 
 
 def sync_run(sync: Synchronizer, rel: Released) -> tuple[Released, I64]:

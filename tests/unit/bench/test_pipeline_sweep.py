@@ -131,7 +131,7 @@ def test_a_zero_output_window_misses_the_target() -> None:
     assert why["no_zero_output_window"] == "news-cosine 2×: none at 30 s"
 
 
-def test_python_profile_sums_the_last_record_of_each_instance() -> None:
+def test_python_profile_sums_the_last_record_of_each_instance_stretch() -> None:
     metrics = [
         {"instance": "0", "extra": {"profile_us_input": 1.0, "profile_tuples": 10.0}},
         {"instance": "0", "extra": {"profile_us_input": 2.0, "profile_us_probing": 8.0,
@@ -145,6 +145,22 @@ def test_python_profile_sums_the_last_record_of_each_instance() -> None:
     # instance 0: 2 µs × 1000 = 2 ms; instance 1: 4 µs × 500 = 2 ms
     assert got["seconds"] == pytest.approx({"input": 0.004, "probing": 0.008})
     assert python_profile([{"instance": "0", "extra": {}}]) is None
+
+
+def test_python_profile_counts_every_stretch_of_an_instance_reloaded_from_state() -> None:
+    """A worker that loads the instance from the state store starts a fresh profile: the
+    stretch before it still counts."""
+    metrics = [
+        {"instance": "0", "extra": {"profile_us_input": 1.0, "profile_tuples": 100.0}},
+        {"instance": "1", "extra": {"profile_us_input": 3.0, "profile_tuples": 50.0}},
+        {"instance": "0", "extra": {"profile_us_input": 2.0, "profile_tuples": 400.0}},
+        {"instance": "0", "extra": {"profile_us_input": 5.0, "profile_tuples": 30.0}},
+        {"instance": "0", "extra": {"profile_us_input": 4.0, "profile_tuples": 60.0}},
+    ]
+    got = python_profile(metrics)
+    assert got is not None and got["tuples"] == 400 + 60 + 50
+    # 2 µs × 400 + 4 µs × 60 + 3 µs × 50 = 1,190 µs
+    assert got["seconds"] == pytest.approx({"input": 0.00119})
 
 
 def test_profile_rows_python_per_admitted_tuple_jvm_per_input_row() -> None:
