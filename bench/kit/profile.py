@@ -7,10 +7,11 @@ each metrics record carries in ``extra`` as ``profile_us_<phase>`` (µs per admi
 tuple since the profile was attached) and ``profile_tuples``; the last record of each
 stretch of one live profile covers that stretch, and the stretches add up to the run.
 JVM side: Spark's ``durationMs`` of the micro-batches that read input, summed.
-``addBatch`` holds the whole execution — Kafka read, Avro decode, routing, shuffle, Arrow
-to and from the Python worker, the join, the Kafka sink — so the JVM's own part of it is ``addBatch`` less the Python side's profiled time (phase
-``jvm_execution``); the other durations (``latestOffset``, ``queryPlanning``,
-``walCommit``, ``commitOffsets``, …) are phases of their own, prefixed ``jvm_``.
+``addBatch`` holds the whole execution — Kafka read, Avro decode, routing, shuffle,
+Arrow to and from the Python worker, the join, the Kafka sink — so the JVM's own part of
+it is ``addBatch`` less the Python side's profiled time (phase ``jvm_execution``); the
+other durations (``latestOffset``, ``queryPlanning``, ``walCommit``, ``commitOffsets``,
+…) are phases of their own, prefixed ``jvm_``.
 """
 
 from __future__ import annotations
