@@ -26,6 +26,7 @@ from bench.peer.scale import BATCHES, drain_part
 from bench.peer.setup import (
     DISORDER,
     GROUPS,
+    HARVEST_GROUPS,
     TRIGGER_MS,
     Bench,
     Workload,
@@ -71,7 +72,8 @@ def _start_payload(old: dict[str, Any], quick: bool, ws: dict[str, dict[str, Wor
     sizes = dict(payload.get("workloads", {}))
     for kind, wl in ws.items():
         sizes[kind] = {**sizes.get(kind, {}), size: _sizes(wl)}
-    payload.update(load_avg_start=load_avg(), workloads=sizes, groups=GROUPS,
+    payload.update(load_avg_start=load_avg(), workloads=sizes, groups=HARVEST_GROUPS,
+                   builtin_partitions=GROUPS,
                    trigger_ms=TRIGGER_MS, disorder=DISORDER, batches_per_drain=BATCHES,
                    state_stores={m: (f"{v}, {PEER_STATE_MEMORY_MB} MB shared"
                                      if v and v.startswith("RocksDB") else v)

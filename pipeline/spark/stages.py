@@ -239,13 +239,12 @@ def route(spark: SparkSession, env: DataFrame, cfg: RouteConfig) -> DataFrame:
     """Rows with their ``route_key`` (rejected rows: :data:`DEADLETTER_KEY`); instance
     ``i`` gets key ``keys[i]`` (:func:`pipeline.spark.placement.checkpoint_placement`).
 
-    Routing is a Spark SQL expression (:mod:`pipeline.spark.routing`: ATR's segment
-    range or the key's hash, exploded into one row per copy), so the rows never leave
-    the JVM; only the liveness ticks read two narrow columns in a pandas UDF. With one
-    group every routing sends each row once to key 0 (``Router.route_batch`` with
-    G = 1), so the key is a literal; the one key sees all input, so it needs no
-    liveness ticks. (A run of batches holding only rejected records then does not
-    re-arm its idle timer; with G > 1 their ticks do.)"""
+    Routing runs on each routing task's Arrow batches (:mod:`pipeline.spark.routing`:
+    ATR's segment range or the key's hash, one row per copy, then the task's liveness
+    ticks). With one group every routing sends each row once to key 0
+    (``Router.route_batch`` with G = 1), so the key is a literal; the one key sees all
+    input, so it needs no liveness ticks. (A run of batches holding only rejected
+    records then does not re-arm its idle timer; with G > 1 their ticks do.)"""
     router = cfg.router
     keys = checkpoint_placement(spark, cfg.checkpoint, router.groups).keys
     if router.groups == 1:

@@ -1,4 +1,4 @@
-"""Routing in Spark SQL (:mod:`pipeline.spark.routing`) against the Python router.
+"""Routing on the routing tasks (:mod:`pipeline.spark.routing`) against the Python router.
 
 Every (row, instance) copy must be the one :meth:`Router.route_batch` makes, rejected
 rows go once to the dead-letter key, and every task with input sends each instance one
@@ -16,12 +16,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
 from pipeline.diffusion.placement import spread_keys
-from pipeline.diffusion.routing import Router, RouterConfig, stable_hash_array
+from pipeline.diffusion.routing import Router, RouterConfig
 from pipeline.operators.validation import batch_reference
 from pipeline.runtime.frames import DEADLETTER_KEY, TICK_STREAM
 from pipeline.runtime.instance import InstanceConfig
 from pipeline.spark.job import _kept_attributes
-from pipeline.spark.routing import hash_indices, routed
+from pipeline.spark.routing import routed
 from pipeline.spark.stages import narrowed as _narrowed
 from pipeline.spec.model import parse_spec
 
@@ -56,7 +56,7 @@ def _router(mode: str, groups: int) -> RouterConfig:
 @pytest.mark.parametrize(("mode", "groups", "key_type"), [
     ("atr", 2, "int"), ("atr", 3, "int"), ("hash", 2, "int"), ("hash", 4, "string"),
 ])
-def test_sql_routing_equals_the_router(spark: SparkSession, mode: str, groups: int,
+def test_spark_routing_equals_the_router(spark: SparkSession, mode: str, groups: int,
                                        key_type: str) -> None:
     pdf = _frame(groups, 600, key_type)
     df = spark.createDataFrame(pdf, SCHEMA.format(key=key_type)).repartition(3, "seq")
@@ -93,20 +93,6 @@ def test_sql_routing_equals_the_router(spark: SparkSession, mode: str, groups: i
                        strict=True)) == want_ticks
     assert (ticks["seq"] == 0).all() and (ticks["raw"] == b"").all()
     assert ticks["a1"].isna().all() and ticks["dl_value"].isna().all()
-
-
-def test_sql_splitmix_equals_stable_hash(spark: SparkSession) -> None:
-    rng = np.random.default_rng(5)
-    values = [0, 1, -1, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), 2**53 + 1,
-              *rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64).tolist()]
-    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)] + [(len(values), None)],
-                               "i int, k long")
-    for groups in (2, 3, 7, 16):
-        got: pd.DataFrame = hash_indices(df, "k", groups).orderBy("i").toPandas()
-        want = (stable_hash_array(np.array(values, dtype=np.int64))
-                % np.uint64(groups)).astype(int).tolist()
-        want.append(int(stable_hash_array(np.array([np.nan]))[0] % np.uint64(groups)))
-        assert got["_harvest_hash_hi"].astype(int).tolist() == want
 
 
 @pytest.mark.parametrize(("predicate", "routing", "kept"), [
