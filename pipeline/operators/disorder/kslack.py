@@ -109,6 +109,14 @@ class KSlack:
             return iter(self._columns.events.tolist())
         return (item[2] for item in self._entries)
 
+    def holding(self, seqs: I64) -> list[Event]:
+        """The buffered tuples whose seq is in ``seqs`` (either representation, unchanged)."""
+        if self._columns is not None:
+            hit = np.flatnonzero(np.isin(self._columns.seq, seqs))
+            return [self._columns.events[j] for j in hit.tolist()]
+        wanted = set(seqs.tolist())
+        return [item[2] for item in self._entries if item[2].seq in wanted]
+
     def delay_of(self, ts: int) -> int:
         """Raw delay a tuple with ``ts`` arriving now has: max(^iT, ts) − ts."""
         return max(self.local_time, ts) - ts

@@ -28,41 +28,47 @@ def engine_holds(engine: Any, events: Sequence[Event]) -> dict[tuple[int, int], 
     buffers and the Synchronizer (event time, attributes) and from the join windows
     (event time; attributes compared as the predicate's features). Empty for keys the
     engine does not hold."""
-    wanted = {(ev.stream, ev.seq) for ev in events}
+    n = len(events)
     out: dict[tuple[int, int], tuple[int, Any]] = {}
-    for ks in engine.kslacks:
-        for ev in ks.buffered():
+    if n == 0:
+        return out
+    st = np.fromiter((ev.stream for ev in events), np.int64, n)
+    sq = np.fromiter((ev.seq for ev in events), np.int64, n)
+    ts = np.fromiter((ev.ts for ev in events), np.int64, n)
+    for s, ks in enumerate(engine.kslacks):
+        mine = sq[st == s]
+        if mine.shape[0] and len(ks):
+            for ev in ks.holding(mine):
+                out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
+    if len(engine.sync):
+        wanted = set(zip(st.tolist(), sq.tolist(), strict=True))
+        for ev in engine.sync.buffered():
             if (ev.stream, ev.seq) in wanted:
                 out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
-    for ev in engine.sync.buffered():
-        if (ev.stream, ev.seq) in wanted:
-            out[(ev.stream, ev.seq)] = (ev.ts, ev.attrs)
     windows = getattr(engine.join, "windows", None)
     if not windows:
         return out
     predicate = engine.config.predicate
-    b = engine.config.basic_window_ms
-    groups: dict[tuple[int, int], list[Event]] = {}
-    for ev in events:
-        if (ev.stream, ev.seq) not in out:
-            groups.setdefault((ev.stream, ev.ts // b), []).append(ev)
-    for (stream, bid), evs in groups.items():
-        bw = windows[stream].bws.get(bid)
+    bid = ts // engine.config.basic_window_ms
+    todo = np.ones(n, bool)
+    if out:
+        todo = np.fromiter(((s, q) not in out for s, q in zip(st.tolist(), sq.tolist(),
+                                                              strict=True)), bool, n)
+    idx = np.flatnonzero(todo)
+    order = idx[np.lexsort((bid[idx], st[idx]))]
+    cuts = np.flatnonzero((np.diff(st[order]) != 0) | (np.diff(bid[order]) != 0)) + 1
+    for group in np.split(order, cuts) if order.shape[0] else []:
+        stream, b = int(st[group[0]]), int(bid[group[0]])
+        bw = windows[stream].bws.get(b)
         if bw is None or len(bw) == 0:
             continue
         seqs = bw.seq.view()
-        hits = np.isin(seqs, np.fromiter((e.seq for e in evs), np.int64, len(evs)))
-        if not hits.any():
+        hits = np.flatnonzero(np.isin(seqs, sq[group]))
+        if not hits.shape[0]:
             continue
-        rows = np.flatnonzero(hits)
         tsv = bw.ts.view()
-        by_seq = {int(seqs[r]): int(r) for r in rows.tolist()}
-        for ev in evs:
-            r = by_seq.get(ev.seq)
-            if r is None:
-                continue
-            ts = int(tsv[r])
-            out[(ev.stream, ev.seq)] = (ts, _FeatureCheck(predicate, bw, r))
+        for r in hits.tolist():
+            out[(stream, int(seqs[r]))] = (int(tsv[r]), _FeatureCheck(predicate, bw, r))
     return out
 
 
