@@ -333,6 +333,8 @@ class JoinInstance:
     def flush(self) -> list[pd.DataFrame]:
         """Input went idle: release every buffer (Engine.flush) and emit what follows."""
         self.meta["flushes"] = int(self.meta.get("flushes", 0)) + 1
+        if self.profile is not None:  # the idle time since the last batch is no phase
+            self.profile.start()
         dead: list[pd.DataFrame] = []
         results = ResultRows.of(self.config.engine.streams, [])
         if self.validator is not None and self.validator.held:

@@ -176,3 +176,30 @@ def test_instance_profile_times_the_phases_of_every_admitted_tuple() -> None:
     assert all(s >= 0 for s in seconds.values()) and sum(seconds.values()) > 0
     rows = {r["phase"]: r for r in prof.rows()}
     assert rows["input"]["us_per_tuple"] == round(seconds["input"] * 1e6 / len(dump), 3)
+
+
+def test_the_idle_flush_charges_no_phase_for_the_time_before_it() -> None:
+    """An idle flush (the processor's timer, long after the last batch) starts its own
+    laps: the idle time is in no phase."""
+    from pipeline.app.capacity import envelope_frames
+    from pipeline.core.profile import PhaseProfile
+    from pipeline.runtime.instance import InstanceConfig, JoinInstance
+
+    spec = make_spec(3, "band", [300, 300, 300], disorder={"mode": "fixed", "slack_ms": 50},
+                     job={"trigger_ms": 200})
+    dump = make_dump(5, 3, 60, max_gap=10, max_delay=40)
+    now = [0.0]
+
+    def timer() -> float:
+        now[0] += 1e-3
+        return now[0]
+
+    inst = JoinInstance(InstanceConfig.from_spec(spec, ["value"]), 0, timer)
+    prof = PhaseProfile(timer)
+    inst.attach_profile(prof)
+    for frame in envelope_frames(spec, dump, ["value"]):
+        inst.process(frame)
+    busy = sum(prof.seconds.values())
+    now[0] += 1_000.0  # the query idles
+    inst.flush()
+    assert 0 < sum(prof.seconds.values()) - busy < 1.0
