@@ -12,7 +12,9 @@ time, :class:`~pipeline.operators.budget.wall.WallQueue`).
   run's measured seconds (one clock reading covers the run). While a run is being
   admitted its own service times are not measured yet, so each admitted tuple is
   predicted to take ``service_ms`` (the modelled time per tuple of the previous run): a
-  run that would overflow the queue drops its tail, as tuple by tuple. The run's service
+  run that would overflow the queue drops its tail, as tuple by tuple. A run the queue
+  admits whole is recognised at once, from a closed form of the busy-until recurrence
+  (:func:`_admits_all`); only a run that comes near the bound walks its tuples. The run's service
   times are stretched as :meth:`WallQueue.stretch_at` says at the charge. With a clock that
   does not move inside a call the decisions and the state equal the per-tuple path's
   exactly (tests/unit/operators/test_drop_batch.py). The virtual CPU's queue depends on
@@ -72,6 +74,16 @@ def queue_admit_run(q: WallQueue, nows: NDArray[np.int64], service_ms: float,
     keep the server busy ``service_ms`` more; returns the admitted mask. The queue's
     counters move as tuple by tuple; ``busy_until`` moves in :func:`queue_charge_run`."""
     n = nows.shape[0]
+    if _admits_all(q, nows if offered is None else nows[offered], service_ms):
+        kept = np.ones(n, dtype=bool) if offered is None else offered.copy()
+        count = int(np.count_nonzero(kept))
+        if count:
+            q.pushed += count
+            q.admitted += count
+            q.last_dropped = False
+            q.last_now = max(q.last_now, float(nows[kept].max()))
+            q.started = q.clock()
+        return kept
     kept = np.zeros(n, dtype=bool)
     bound = q.queue_config.bound_ms
     busy, last = q.busy_until, q.last_now
@@ -102,6 +114,30 @@ def queue_admit_run(q: WallQueue, nows: NDArray[np.int64], service_ms: float,
     if admitted:
         q.started = q.clock()
     return kept
+
+
+def _admits_all(q: WallQueue, nows: NDArray[np.int64], service_ms: float) -> bool:
+    """Whether :func:`queue_admit_run`'s loop would admit every one of ``nows`` (the
+    offered tuples, in order), decided at once: with every earlier tuple admitted, the
+    server is busy before tuple k until ``b_{k-1}``, where ``b_k = max(b_{k-1}, l_k) + s``
+    (``l_k`` the latest arrival so far, ``s = service_ms``, ``b_{-1}`` the queue's
+    ``busy_until``), i.e. ``b_k = (k + 1)·s + max(b_{-1}, max_{j≤k}(l_j − j·s))``; tuple k
+    is dropped when ``b_{k-1} − now_k > bound``. No tuple comes within a rounding margin
+    of the bound (float sums in another order than the loop's) — else False, and the
+    loop decides."""
+    n = nows.shape[0]
+    if n == 0:
+        return True
+    s = float(service_ms)
+    now = nows.astype(np.float64)
+    last = np.maximum(np.maximum.accumulate(now), float(q.last_now))
+    k = np.arange(n, dtype=np.float64)
+    after = (k + 1.0) * s + np.maximum(float(q.busy_until),
+                                        np.maximum.accumulate(last - k * s))
+    before = np.concatenate(([float(q.busy_until)], after[:-1]))
+    scale = max(float(np.abs(after).max()), float(np.abs(now).max()), abs(s), 1.0)
+    margin = 4.0 * (n + 2) * float(np.spacing(scale))
+    return bool(np.all(before - now <= float(q.queue_config.bound_ms) - margin))
 
 
 def queue_charge_run(q: WallQueue, costs: NDArray[np.float64], nows: NDArray[np.int64],

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.operators.budget.queue import queue_admit_run, queue_charge_run
@@ -163,6 +163,51 @@ def test_queue_run_equals_admit_and_charge(nows: list[int], busy: float, service
         assert getattr(one, key) == getattr(many, key), key
     assert one.busy_until == pytest.approx(many.busy_until)
     assert one.last_now == many.last_now
+
+
+@settings(max_examples=300, deadline=None)
+@given(gaps=st.lists(st.integers(0, 20), min_size=1, max_size=80),
+       start=st.sampled_from([0, 1_700_000_000_000]), busy=st.floats(-100.0, 260.0),
+       last=st.floats(-500.0, 500.0), service=st.floats(0.0, 30.0),
+       offered=st.lists(st.booleans(), min_size=80, max_size=80))
+@example(gaps=[0] * 8, start=0, busy=0.0, last=0.0, service=30.0, offered=[True] * 80)
+@example(gaps=[0] * 7, start=1_700_000_000_000, busy=0.0, last=0.0, service=30.0,
+         offered=[True] * 80)  # the 8th tuple would wait 210 ms > 200, the 7th 180
+def test_queue_admit_run_closed_form_equals_its_loop(
+        gaps: list[int], start: int, busy: float, last: float, service: float,
+        offered: list[bool]) -> None:
+    """The all-admitted decision taken at once (``_admits_all``'s closed form of the
+    busy-until recurrence) against the tuple loop it short-cuts, on epoch-sized clocks
+    too: the same mask and the same counters; and the short cut is taken whenever the
+    loop admitted everything with room to spare."""
+    from pipeline.operators.budget import queue as queue_mod
+
+    nows = start + np.cumsum(np.array(gaps, np.int64))
+    mask = np.array(offered[: len(gaps)], bool)
+    cfg = WallQueueConfig(speedup=1.0, utilization=1.0, bound_ms=200.0)
+    fast, slow = WallQueue(cfg, lambda: 0.0), WallQueue(cfg, lambda: 0.0)
+    for q in (fast, slow):
+        q.busy_until, q.last_now = start + busy, start + last
+    shortcut = queue_mod._admits_all(fast, nows[mask], service)
+    kept = queue_admit_run(fast, nows, service, mask)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(queue_mod, "_admits_all", lambda *_: False)
+        kept_loop = queue_admit_run(slow, nows, service, mask)
+    assert kept.tolist() == kept_loop.tolist()
+    for key in ("pushed", "admitted", "dropped", "overflows", "last_dropped", "last_now"):
+        assert getattr(fast, key) == getattr(slow, key), key
+    if shortcut:
+        assert kept.tolist() == mask.tolist()
+    # the loop's own busy-until before each offered tuple, with every one admitted
+    b, lt, worst = start + busy, start + last, -np.inf
+    for now in nows[mask].tolist():
+        worst = max(worst, b - now)
+        lt = max(lt, float(now))
+        b = max(b, lt) + service
+    if worst <= cfg.bound_ms - 1.0:
+        assert shortcut
+    if worst > cfg.bound_ms:
+        assert not shortcut
 
 
 @pytest.mark.parametrize("mode", MODES)
