@@ -38,8 +38,9 @@ the call sequence above. A K policy is :class:`SteadyK` if K changes only in
 ``maybe_adapt`` and may be :class:`ObservesRuns`; a shedder is :class:`AdmitsRuns`
 (all of a run or, with no side effect, tuple by tuple) or :class:`DropsFromRuns` (the
 drop baselines: some tuples of a run), and may be :class:`PlansRuns` or
-:class:`NeverPlans`. A shedder that is :class:`ReadsProfile` is handed the instance's
-phase profile (the runtime attaches one when it asks).
+:class:`NeverPlans`, and :class:`ObservesProbeRuns` (a run's probe feedback at once).
+A shedder that is :class:`ReadsProfile` is handed the instance's phase profile (the
+runtime attaches one when it asks).
 
 Every plug-in is created by ``cls.create(config, env)`` and restored by
 ``cls.from_snapshot(config, snap, env)`` (:class:`SlackPolicyFactory`,
@@ -52,7 +53,7 @@ runtime injects (clocks, speed-up); ``snapshot()`` returns plain Python/NumPy da
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -264,6 +265,15 @@ class ObservesOutput(ABC):
     @abstractmethod
     def observe_output(self, results: int) -> None:
         """``results`` more results were produced (after a tuple or a run)."""
+
+
+class ObservesProbeRuns(ABC):
+    """A :class:`Shedder` that takes a run's probe feedback at once (ours: the engine's
+    batch path), with the same effect as ``observe_probe`` for each, in order."""
+
+    @abstractmethod
+    def observe_probes(self, feedbacks: Sequence[ProbeFeedback]) -> None:
+        """``observe_probe`` for each of ``feedbacks``, in order."""
 
 
 class ReadsProfile(ABC):

@@ -27,6 +27,7 @@ from pipeline.operators.contract import (
     DropsFromRuns,
     NeverPlans,
     ObservesOutput,
+    ObservesProbeRuns,
     ObservesRuns,
     PlansRuns,
     Shedder,
@@ -73,6 +74,8 @@ class JoinStep:
         self._plans = not isinstance(shedder, NeverPlans)
         self._observe_output = (shedder.observe_output if isinstance(shedder, ObservesOutput)
                                 else None)
+        self._observe_probes = (shedder.observe_probes
+                                if isinstance(shedder, ObservesProbeRuns) else None)
         #: wall seconds charged per result found (``[shedding] result_us``)
         self._result_s = config.shedding.result_us / 1e6
         #: phase timer of the run path (ours, issue 28; None = off)
@@ -218,6 +221,10 @@ class JoinStep:
                 self.slack.observe_join(int(streams[i]), int(ts[i]), int(delays[i]),
                                         int(out.count[i]) if p else 0,
                                         int(cross[i]) if p else 0, not p)
+        if self._observe_probes is not None:
+            if out.feedback:
+                self._observe_probes([fb for _, fb in out.feedback])
+            return
         for _, fb in out.feedback:
             self.shedder.observe_probe(fb)
 

@@ -40,10 +40,12 @@ a histogram whose peaks move gets λ near 1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from pipeline.core.errors import ConfigError, OperatorStateError
 from pipeline.operators.join.plan import ProbeFeedback
@@ -94,6 +96,11 @@ class LagHistograms:
         #: shrinkage: this Δ's counts, and per ℒ_i the aged sums ⟨q − p, U − p⟩, ‖U − p‖²
         self.fresh = [np.zeros_like(c) for c in self.counts]
         self.shrink_sums = np.zeros((len(n), 2), dtype=np.float64)
+        #: bucket of logical basic window k: of W_l for a probe of direction 0 (ℒ_l's
+        #: negative side, n_l − 1 − k), of W_0 for a probe of direction i (ℒ_i's positive
+        #: side, n_i + k)
+        self._negative = [n[l] - 1 - np.arange(n[l], dtype=np.int64) for l in range(len(n))]
+        self._positive = [n[i] + np.arange(n[0], dtype=np.int64) for i in range(len(n))]
 
     def edges(self, i: int) -> FloatArray:
         """Bucket edges of ℒ_i in basic-window units: −n_i .. n_0."""
@@ -119,6 +126,33 @@ class LagHistograms:
                 continue
             self.counts[h][at] += cnt[:k]
             self.fresh[h][at] += cnt[:k]
+
+    def observe_many(self, feedbacks: Sequence[ProbeFeedback]) -> None:
+        """:meth:`observe` for each of ``feedbacks`` in order: the buckets each adds to,
+        gathered per histogram, then added unbuffered in that order (``np.add.at``), so the
+        sums are those of the probe-by-probe path to the bit."""
+        n = self.config.n_windows
+        n0 = n[0]
+        at: list[list[NDArray[np.int64]]] = [[] for _ in n]
+        add: list[list[NDArray[Any]]] = [[] for _ in n]
+        for fb in feedbacks:
+            i = fb.direction
+            for l, matches in zip(fb.order, fb.matches, strict=True):
+                if i == 0:
+                    k = min(len(matches), n[l])
+                    at[l].append(self._negative[l][:k])
+                    add[l].append(np.asarray(matches[:k]))
+                elif l == 0:
+                    k = min(len(matches), n0)
+                    at[i].append(self._positive[i][:k])
+                    add[i].append(np.asarray(matches[:k]))
+        for h, parts in enumerate(at):
+            if not parts:
+                continue
+            where = np.concatenate(parts)
+            cnt = np.concatenate(add[h]).astype(np.float64)
+            np.add.at(self.counts[h], where, cnt)
+            np.add.at(self.fresh[h], where, cnt)
 
     def age(self) -> None:
         """Exponential forgetting, applied once per adaptation step (with ``shrink``,

@@ -36,6 +36,7 @@ and each lag histogram is shrunk toward uniform by how well it predicted the nex
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from pipeline.operators.budget.reading import BudgetReading
 from pipeline.operators.contract import (
     DropsFromRuns,
     ObservesOutput,
+    ObservesProbeRuns,
     PlansRuns,
     PluginEnv,
     ReadsProfile,
@@ -130,7 +132,8 @@ def _plan_from_data(data: dict[str, Any]) -> ProbePlan:
     return ProbePlan(order=order, windows=windows)
 
 
-class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
+class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ObservesProbeRuns,
+                      ReadsProfile):
     """Runtime GrubJoin shedder; ``snapshot()``/``from_snapshot()`` restore it exactly."""
 
     def __init__(self, config: EngineConfig, env: PluginEnv) -> None:
@@ -363,6 +366,14 @@ class GrubJoinShedder(DropsFromRuns, PlansRuns, ObservesOutput, ReadsProfile):
             self.hist.observe(feedback)
         self.stats.observe_probe(feedback, self.draws.fractions.get(feedback.order))
         self.capture.observe(feedback)
+
+    def observe_probes(self, feedbacks: Sequence[ProbeFeedback]) -> None:
+        if self.config.shedding.learn:
+            self.hist.observe_many(feedbacks)
+        fractions = self.draws.fractions
+        for fb in feedbacks:
+            self.stats.observe_probe(fb, fractions.get(fb.order))
+            self.capture.observe(fb)
 
     # ------------------------------------------------------------------ every Δ
     def maybe_adapt(self, now: int) -> dict[str, Any] | None:
