@@ -44,8 +44,11 @@ from pipeline.operators.join.run import RunOutput, classify, encode_dense
 
 I64 = NDArray[np.int64]
 F64 = NDArray[np.float64]
-#: tuples per join run at most (bounds the run × run visibility matrices)
+#: tuples per join run at most (bounds the run × run visibility matrices of the scan)
 MAX_RUN = 2048
+#: ... on the indexed path, whose probes touch only their value candidates (no run × run
+#: matrix): longer runs spread each run's fixed NumPy calls over more tuples
+MAX_RUN_INDEXED = 8192
 
 
 class JoinStep:
@@ -83,6 +86,8 @@ class JoinStep:
         #: whether released runs are joined at once (else tuple by tuple)
         self.runs = (type(join) is MWayJoin and join.dense
                      and (self._admit_some is not None or self._admit_run is not None))
+        #: tuples per run at most
+        self.max_run = MAX_RUN_INDEXED if self.runs and join.use_index else MAX_RUN
 
     def take_results(self) -> list[tuple[I64, I64]]:
         """The result rows (seqs, tss) found since the last call, in join order."""
@@ -135,8 +140,9 @@ class JoinStep:
         if not self.runs:
             self._one_by_one(rel.items, now_arr)
             return
-        for a in range(0, n, MAX_RUN):
-            self._run(rel.slice(a, a + MAX_RUN), now_arr[a : a + MAX_RUN])
+        step = self.max_run
+        for a in range(0, n, step):
+            self._run(rel.slice(a, a + step), now_arr[a : a + step])
 
     def _one_by_one(self, items: Sequence[Tagged], nows: I64) -> None:
         for (ev, delay), now in zip(items, nows.tolist(), strict=True):

@@ -40,7 +40,7 @@ from pipeline.core.profile import PhaseProfile
 from pipeline.operators.join.config import Outcome
 from pipeline.operators.join.plan import ProbeFeedback, ProbePlan
 from pipeline.operators.join.run_probe import GroupOut, probe_group, sample_position
-from pipeline.operators.join.run_side import Geometry, Probes, Side, visible_stored
+from pipeline.operators.join.run_side import Geometry, Probes, Side, run_rows_seen, visible_stored
 from pipeline.operators.join.state import SAMPLE_EVERY, JoinState
 
 I64 = NDArray[np.int64]
@@ -365,16 +365,7 @@ def _cross(windows: Sequence[int], streams: I64, ts: I64, probed: I64,
         if who.shape[0] == 0:
             continue
         lo = ts[who] - windows[l]
-        seen = visible_stored(side, lo)
-        seen += side.q_pos.searchsorted(who, "left")  # the run's rows before each probe
-        old = np.flatnonzero(side.q_ts < lo.max())  # ... less those some probe cannot see
-        if old.shape[0]:
-            o_pos, o_ts = side.q_pos[old], side.q_ts[old]
-            for a in range(0, who.shape[0], 1024):
-                c = min(who.shape[0], a + 1024)
-                gone = (o_pos[None, :] < who[a:c, None]) & (o_ts[None, :] < lo[a:c, None])
-                seen[a:c] -= gone.sum(axis=1)
-        cross[who] *= seen
+        cross[who] *= visible_stored(side, lo) + run_rows_seen(side, who, lo)
     return cross
 
 

@@ -44,6 +44,7 @@ from pipeline.operators.join.run_side import (
     Probes,
     Side,
     logical,
+    run_rows_seen,
     stored_counts,
     union_ranges,
     visible_stored,
@@ -201,10 +202,8 @@ def sample_position(pred: Any, side: Side, pos: I64, ts: I64, feats: F64, geo: G
         return np.bincount(hits.probe, minlength=pos.shape[0]), hits.unit_cost, hits.unit_cost
     hits = index_position(pred, side, pos, ts, feats, None, geo, window_cost)
     lo = ts - geo.window
-    q_seen = ((side.q_pos[None, :] < pos[:, None]) & (side.q_ts[None, :] >= lo[:, None])
-              ).sum(axis=1)
     return (np.bincount(hits.probe, minlength=pos.shape[0]),
-            visible_stored(side, lo) + q_seen, hits.unit_cost)
+            visible_stored(side, lo) + run_rows_seen(side, pos, lo), hits.unit_cost)
 
 
 def _merge_hits(side: Side, pi: I64, ri: I64, qp: I64, qi: I64, unit: I64,

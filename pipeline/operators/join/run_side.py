@@ -119,6 +119,35 @@ def union_ranges(ts: I64, lo: I64, sel: B8 | None, geo: Geometry) -> list[tuple[
     return out
 
 
+#: probes per block of the dense count of a run's out-of-order rows
+_BLOCK = 1024
+
+
+def run_rows_seen(side: Side, pos: I64, lo: I64) -> I64:
+    """Per probe at run position ``pos``, the run's rows of this stream before
+    it (``q_pos < pos``) with ts ≥ ``lo`` (Ji et al. Alg. 2: what the probe sees of the
+    run). The rows whose ts is a running maximum form a ts-sorted subsequence, counted by
+    binary search; only the out-of-order rest is compared probe by row."""
+    n = pos.shape[0]
+    q_pos, q_ts = side.q_pos, side.q_ts
+    if n == 0 or q_pos.shape[0] == 0:
+        return np.zeros(n, np.int64)
+    before = q_pos.searchsorted(pos, "left")
+    top = np.maximum.accumulate(q_ts)
+    ordered = q_ts >= top
+    o_idx = np.flatnonzero(ordered)
+    old = np.minimum(q_ts[o_idx].searchsorted(lo, "left"), o_idx.searchsorted(before, "left"))
+    seen = np.asarray(before - old, np.int64)
+    s_idx = np.flatnonzero(~ordered)
+    if s_idx.shape[0]:
+        s_ts = q_ts[s_idx]
+        for a in range(0, n, _BLOCK):
+            c = min(n, a + _BLOCK)
+            gone = (s_idx[None, :] < before[a:c, None]) & (s_ts[None, :] < lo[a:c, None])
+            seen[a:c] -= gone.sum(axis=1)
+    return seen
+
+
 def visible_stored(side: Side, lo: I64) -> I64:
     """Per probe, stored rows with ts ≥ lo (its whole window): a binary search on the
     merged copy, or per stored basic window on the indexed path."""
@@ -133,10 +162,9 @@ def visible_stored(side: Side, lo: I64) -> I64:
             out += len(bw)
             continue
         tsv = bw.ts.view()
-        if bw.ordered:
-            out += len(bw) - tsv.searchsorted(lo, "left")
-        else:
-            out += (tsv[None, :] >= lo[:, None]).sum(axis=1)
+        if not bw.ordered:
+            tsv = np.sort(tsv)
+        out += len(bw) - tsv.searchsorted(lo, "left")
     return out
 
 
