@@ -74,16 +74,16 @@ def queue_admit_run(q: WallQueue, nows: NDArray[np.int64], service_ms: float,
     keep the server busy ``service_ms`` more; returns the admitted mask. The queue's
     counters move as tuple by tuple; ``busy_until`` moves in :func:`queue_charge_run`."""
     n = nows.shape[0]
-    if _admits_all(q, nows if offered is None else nows[offered], service_ms):
-        kept = np.ones(n, dtype=bool) if offered is None else offered.copy()
-        count = int(np.count_nonzero(kept))
+    at_nows = nows if offered is None else nows[offered]
+    if _admits_all(q, at_nows, service_ms):
+        count = at_nows.shape[0]
         if count:
             q.pushed += count
             q.admitted += count
             q.last_dropped = False
-            q.last_now = max(q.last_now, float(nows[kept].max()))
+            q.last_now = max(q.last_now, float(at_nows.max()))
             q.started = q.clock()
-        return kept
+        return np.ones(n, dtype=bool) if offered is None else offered.copy()
     kept = np.zeros(n, dtype=bool)
     bound = q.queue_config.bound_ms
     busy, last = q.busy_until, q.last_now

@@ -109,28 +109,14 @@ class LagHistograms:
 
     def observe(self, fb: ProbeFeedback) -> None:
         """Add one shredded probe's per-basic-window match counts."""
-        n0 = self.config.n_windows[0]
-        i = fb.direction
-        for l, matches in zip(fb.order, fb.matches, strict=True):
-            cnt = np.asarray(matches, dtype=np.float64)
-            if i == 0:
-                ni = self.config.n_windows[l]
-                k = min(cnt.shape[0], ni)
-                # A_{l,0} ∈ (−(k+1)b, −kb]: bucket index n_l − 1 − k
-                at, h = ni - 1 - np.arange(k), l
-            elif l == 0:
-                ni = self.config.n_windows[i]
-                k = min(cnt.shape[0], n0)
-                at, h = ni + np.arange(k), i
-            else:
-                continue
-            self.counts[h][at] += cnt[:k]
-            self.fresh[h][at] += cnt[:k]
+        self.observe_many((fb,))
 
     def observe_many(self, feedbacks: Sequence[ProbeFeedback]) -> None:
-        """:meth:`observe` for each of ``feedbacks`` in order: the buckets each adds to,
-        gathered per histogram, then added unbuffered in that order (``np.add.at``), so the
-        sums are those of the probe-by-probe path to the bit."""
+        """Add the per-basic-window match counts of shredded probes, in order: a probe of
+        direction 0 adds to ℒ_l's negative side (A_{l,0} ∈ (−(k+1)b, −kb]), one of
+        direction i to ℒ_i's positive side through its stream-0 matches. The buckets are
+        gathered per histogram and added unbuffered in that order (``np.add.at``), so the
+        sums are those of one :meth:`observe` after another to the bit."""
         n = self.config.n_windows
         n0 = n[0]
         at: list[list[NDArray[np.int64]]] = [[] for _ in n]
